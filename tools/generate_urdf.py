@@ -105,7 +105,7 @@ def biped3d() -> tuple[list[Link], list[Joint]]:
             ("knee", "thigh", "shank", (0.0, 0.0, -0.35), "y", 200.0, 0.0, 2.4),
             ("ankle_pitch", "shank", "ankle_link", (0.0, 0.0, -0.35), "y", 100.0, -1.0, 1.0),
             ("ankle_roll", "ankle_link", "foot", (0.0, 0.0, 0.0), "x", 100.0, -0.6, 0.6),
-            ("sole", "foot", "sole", (0.0, 0.0, -0.07), ""),
+            ("sole_joint", "foot", "sole", (0.0, 0.0, -0.07), ""),
         ]
         joints += _leg_joints(side, "pelvis", chain)
     links += [
@@ -138,7 +138,7 @@ def planar_biped() -> tuple[list[Link], list[Joint]]:
             ("hip", "torso", "thigh", (0.0, y, 0.0), "y", 100.0, -1.5, 1.5),
             ("knee", "thigh", "shank", (0.0, 0.0, -0.30), "y", 100.0, 0.0, 2.4),
             ("ankle", "shank", "foot", (0.0, 0.0, -0.30), "y", 60.0, -1.0, 1.0),
-            ("sole", "foot", "sole", (0.0, 0.0, -0.05), ""),
+            ("sole_joint", "foot", "sole", (0.0, 0.0, -0.05), ""),
         ]
         joints += _leg_joints(side, "torso", chain)
     return links, joints
@@ -187,7 +187,7 @@ def _link_xml(link: Link) -> list[str]:
             f"      <geometry>{geometry}</geometry>",
             f"    </{tag}>",
         ]
-    return lines + ["  </link>"]
+    return [*lines, "  </link>"]
 
 
 def _joint_xml(joint: Joint) -> list[str]:
@@ -206,7 +206,7 @@ def _joint_xml(joint: Joint) -> list[str]:
                 f' lower="{_num(joint.lower)}" upper="{_num(joint.upper)}"/>'
             ),
         ]
-    return lines + ["  </joint>"]
+    return [*lines, "  </joint>"]
 
 
 def urdf(name: str) -> str:
@@ -223,7 +223,7 @@ def urdf(name: str) -> str:
         lines += _link_xml(link)
     for joint in joints:
         lines += _joint_xml(joint)
-    return "\n".join(lines + ["</robot>", ""])
+    return "\n".join([*lines, "</robot>", ""])
 
 
 def write_all(out_dir: str | Path = URDF_DIR) -> list[Path]:
