@@ -1,0 +1,13 @@
+"""Robot model layer (DESIGN.md layer 1): URDF → pinocchio, actuation, contact points, terms."""
+
+from biped_contact_sim.robot.config import RobotConfig, load_robot_config, package_share
+from biped_contact_sim.robot.model import ContactBody, RobotModel, RobotTerms
+
+__all__ = [
+    "ContactBody",
+    "RobotConfig",
+    "RobotModel",
+    "RobotTerms",
+    "load_robot_config",
+    "package_share",
+]

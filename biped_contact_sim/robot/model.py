@@ -1,0 +1,224 @@
+"""Robot model layer: URDF → pinocchio model, actuation map, contact frames, per-step terms.
+
+METHODS.md §1. The pinocchio ``Model`` is built once and never mutated afterwards; every user
+(simulator, controller) owns its own ``Data`` (``RobotModel.create_data``). Per-step terms:
+
+    M(q)        joint-space inertia                    pin.crba (upper triangle symmetrised)
+    h(q, v)     Coriolis + centrifugal + gravity       pin.nonLinearEffects
+    M⁻¹         from pinocchio's sparse Cholesky       pin.cholesky.decompose / computeMinv
+    p_i(q)      world position of contact point i      operational frames at the points
+    J_i         point Jacobian, ṗ_i = J_i v            getFrameJacobian(LOCAL_WORLD_ALIGNED)[:3]
+    γ_i = J̇_i v point acceleration drift               getFrameClassicalAcceleration with a = 0
+
+so that ``p̈_i = J_i v̇ + γ_i`` and ``M v̇ = Sᵀτ − h + Σ J_iᵀ f_i``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from biped_contact_sim.errors import UNKNOWN_FRAME, ConfigError
+from biped_contact_sim.robot.config import RobotConfig, load_robot_config
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+def _root_joint(base: str):
+    """Pinocchio root joint of a base type (``RobotConfig.base``)."""
+    if base == "free_flyer":
+        return pin.JointModelFreeFlyer()
+    if base == "planar_xz":  # sagittal plane: x, z translations then pitch about y
+        root = pin.JointModelComposite(3)
+        root.addJoint(pin.JointModelPX())
+        root.addJoint(pin.JointModelPZ())
+        root.addJoint(pin.JointModelRY())
+        return root
+    return pin.JointModelTranslation()  # "translation": a point mass (the paper's ball)
+
+
+@dataclass(frozen=True)
+class ContactBody:
+    """Contact body k: its sole frame and the indices of its points in the stacked point list."""
+
+    name: str
+    frame: str
+    frame_id: int
+    points: tuple[int, ...]
+    offsets: np.ndarray  # (k, 3) in the sole frame
+
+
+@dataclass
+class RobotTerms:
+    """Per-step terms at (q, v), all in the world frame (METHODS §1)."""
+
+    M: np.ndarray  # (nv, nv)
+    Minv: np.ndarray  # (nv, nv)
+    h: np.ndarray  # (nv,)
+    p: np.ndarray  # (m, 3) contact point positions
+    J: np.ndarray  # (3m, nv) stacked point Jacobians
+    gamma: np.ndarray  # (3m,) stacked drifts J̇ v
+
+
+class RobotModel:
+    """A biped (or test body) as pinocchio sees it, plus its actuation and contact points.
+
+    Args:
+        config: the robot's ``RobotConfig``.
+        mass_scale: multiplies every link's mass and rotational inertia (the penalty_fl claim
+            "trajectories independent of the masses" is tested with it).
+
+    Raises:
+        ConfigError: the URDF cannot be read, or a contact frame does not exist (the message
+            names the frame and lists the model's frames).
+    """
+
+    def __init__(self, config: RobotConfig, mass_scale: float = 1.0):
+        if not (np.isfinite(mass_scale) and mass_scale > 0):
+            raise ConfigError(f"mass_scale = {mass_scale!r} must be > 0")
+        self.config = config
+        self.name = config.name
+        try:
+            model = pin.buildModelFromUrdf(str(config.urdf_path), _root_joint(config.base))
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ConfigError(f"Cannot build a model from URDF {config.urdf_path}: {exc}") from exc
+
+        for j in range(model.njoints):
+            inertia = model.inertias[j]
+            model.inertias[j] = pin.Inertia(mass_scale * inertia.mass, inertia.lever,
+                                            mass_scale * inertia.inertia)
+
+        # Actuated joints: every joint but the universe and the root (base) joint.
+        self.actuated_joint_names = [model.names[j] for j in range(2, model.njoints)]
+        for j in range(2, model.njoints):
+            if model.nvs[j] != 1:
+                raise ConfigError(f"Joint {model.names[j]!r} has {model.nvs[j]} DoF; only "
+                                  "1-DoF actuated joints are supported")
+        self.v_idx = np.array([model.idx_vs[j] for j in range(2, model.njoints)], dtype=int)
+        self.q_idx = np.array([model.idx_qs[j] for j in range(2, model.njoints)], dtype=int)
+        self.n_base_v = model.nvs[1]
+        self.effort_limit = model.effortLimit[self.v_idx].copy()
+        self.velocity_limit = model.velocityLimit[self.v_idx].copy()
+        self.q_lower = model.lowerPositionLimit[self.q_idx].copy()
+        self.q_upper = model.upperPositionLimit[self.q_idx].copy()
+        self.S = np.zeros((len(self.v_idx), model.nv))
+        self.S[np.arange(len(self.v_idx)), self.v_idx] = 1.0
+
+        # Contact points as operational frames attached to their body's frame.
+        bodies, frame_ids, names = [], [], []
+        for body in config.contact_bodies:
+            if not model.existFrame(body.frame):
+                raise ConfigError(UNKNOWN_FRAME.format(
+                    name=body.frame, where=f"contacts.{body.name} of {config.name}",
+                    valid=", ".join(f.name for f in model.frames)))
+            parent_frame = model.getFrameId(body.frame)
+            parent = model.frames[parent_frame]
+            first = len(frame_ids)
+            for k, offset in enumerate(body.offsets):
+                name = f"{body.name}_point{k}"
+                placement = parent.placement * pin.SE3(np.eye(3), np.asarray(offset, float))
+                frame_ids.append(model.addFrame(pin.Frame(
+                    name, parent.parentJoint, parent_frame, placement, pin.FrameType.OP_FRAME)))
+                names.append(name)
+            bodies.append(ContactBody(body.name, body.frame, parent_frame,
+                                      tuple(range(first, len(frame_ids))), body.offsets.copy()))
+        self.model = model  # complete from here on: never mutated again
+        self.contact_bodies = tuple(bodies)
+        self.point_frame_ids = tuple(frame_ids)
+        self.point_names = tuple(names)
+        self.point_body = np.array([k for k, b in enumerate(bodies) for _ in b.points], dtype=int)
+        self.mass = float(sum(inertia.mass for inertia in model.inertias))
+
+    # ---------------------------------------------------------------- construction helpers
+    @classmethod
+    def load(cls, name_or_path: str | Path, mass_scale: float = 1.0) -> RobotModel:
+        """Build the robot from ``config/<name>.yaml`` (or a config file path)."""
+        return cls(load_robot_config(name_or_path), mass_scale)
+
+    @property
+    def nq(self) -> int:
+        return self.model.nq
+
+    @property
+    def nv(self) -> int:
+        return self.model.nv
+
+    @property
+    def n_joints(self) -> int:
+        """Number of actuated joints (length of τ)."""
+        return len(self.v_idx)
+
+    @property
+    def n_points(self) -> int:
+        return len(self.point_frame_ids)
+
+    def create_data(self) -> pin.Data:
+        """A fresh pinocchio ``Data`` for this model (one per user: simulator, controller)."""
+        return self.model.createData()
+
+    def configuration(self, base_position=None, joint_positions: dict[str, float] | None = None,
+                      base_pitch: float = 0.0) -> np.ndarray:
+        """A configuration q: neutral, with the given base position, pitch and joint positions.
+
+        Raises:
+            ConfigError: a joint name is not an actuated joint of the model.
+        """
+        q = pin.neutral(self.model)
+        if base_position is not None:
+            base_position = np.asarray(base_position, float)
+            if self.config.base == "planar_xz":
+                q[0], q[1] = base_position[0], base_position[2]
+            else:
+                q[:3] = base_position
+        if base_pitch:
+            if self.config.base == "planar_xz":
+                q[2] = base_pitch
+            elif self.config.base == "free_flyer":
+                q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.0, base_pitch, 0.0)).coeffs()
+        for name, value in (joint_positions or {}).items():
+            if name not in self.actuated_joint_names:
+                raise ConfigError(f"Unknown joint {name!r} for {self.name}. Actuated joints: "
+                                  + ", ".join(self.actuated_joint_names))
+            q[self.q_idx[self.actuated_joint_names.index(name)]] = value
+        return q
+
+    def standing_configuration(self) -> np.ndarray:
+        """``config.standing`` with the base placed so that the lowest contact point is at z=0."""
+        q = self.configuration(joint_positions=self.config.standing)
+        data = self.create_data()
+        pin.framesForwardKinematics(self.model, data, q)
+        lowest = min(data.oMf[f].translation[2] for f in self.point_frame_ids)
+        base = np.zeros(3)
+        base[2] = -lowest
+        return self.configuration(base, self.config.standing)
+
+    # ---------------------------------------------------------------- per-step terms
+    def point_positions(self, data: pin.Data, q: np.ndarray) -> np.ndarray:
+        """World positions p_i(q) of all contact points, (m, 3)."""
+        pin.framesForwardKinematics(self.model, data, q)
+        return np.array([data.oMf[f].translation for f in self.point_frame_ids])
+
+    def terms(self, data: pin.Data, q: np.ndarray, v: np.ndarray) -> RobotTerms:
+        """Compute M, M⁻¹, h, p_i, J_i, γ_i at (q, v) (METHODS §1)."""
+        model = self.model
+        M = pin.crba(model, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        pin.cholesky.decompose(model, data)  # uses data.M from crba
+        Minv = pin.cholesky.computeMinv(model, data)
+        h = pin.nonLinearEffects(model, data, q, v)
+        pin.computeJointJacobians(model, data, q)
+        # forwardKinematics with a = 0 makes the classical frame accelerations equal J̇ v.
+        pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
+        pin.updateFramePlacements(model, data)
+        m = self.n_points
+        p = np.empty((m, 3))
+        J = np.empty((3 * m, model.nv))
+        gamma = np.empty(3 * m)
+        for i, f in enumerate(self.point_frame_ids):
+            p[i] = data.oMf[f].translation
+            J[3 * i:3 * i + 3] = pin.getFrameJacobian(model, data, f, LWA)[:3]
+            gamma[3 * i:3 * i + 3] = pin.getFrameClassicalAcceleration(model, data, f, LWA).linear
+        return RobotTerms(M, Minv, h, p, J, gamma)
