@@ -1,0 +1,100 @@
+"""``penalty_fl``: penalty contact by input–output feedback linearization (Rengifo et al.).
+
+METHODS §2.2. Active set ``A = {i : φ_i ≤ 0}``. Desired contact accelerations (eq. 17, with the
+ε variant of §V read as an allowed depth: the point settles at φ = −ε):
+
+    p̈ᵈ_i = [ −k_v ṗ_t1,i,  −k_v ṗ_t2,i,  −k_p (φ_i + ε) − k_v min(0, φ̇_i) ]
+
+Forces that realise them: the minimum-norm solution of ``G f' = p̈ᵈ − b`` (eq. 18, Moore–Penrose
+as in the paper), then saturation (eqs. 19–20):
+
+    f_n = max(0, f'_n),  θ = atan2(f'_t2, f'_t1),
+    f_t1 = sign(f'_t1) min(|f'_t1|, μ f_n |cos θ|),  f_t2 = sign(f'_t2) min(|f'_t2|, μ f_n |sin θ|).
+
+When nothing saturates, ``p̈_c = p̈ᵈ`` exactly, whatever the masses: the contact dynamics
+``p̈ = −k_p(φ + ε) − k_v φ̇`` are designed, not tuned per robot. They are stiff; with explicit
+integration (semi-implicit Euler: x⁺ = x + dt v⁺) the linear recursion is stable iff
+``dt·k_v < 2`` and ``dt²·k_p < 4 − 2 dt·k_v`` (Jury test on its 2×2 matrix); other settings are
+refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from biped_contact_sim.contact.base import ContactModel, ContactResult, ContactState, positive
+from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.solvers import min_norm_solve
+
+
+@dataclass(frozen=True)
+class PenaltyFLSettings:
+    """Settings of ``penalty_fl`` (Rengifo et al. eq. 17 and §V).
+
+    Attributes:
+        kp: k_p, stiffness of the designed contact dynamics [1/s²] (walking: 500).
+        kv: k_v, damping of the designed contact dynamics [1/s] (walking: 250, ball: 5000).
+        epsilon: ε, allowed steady penetration depth [m] (§V; 1e-6 against false impacts).
+        rank_rtol: relative pivot tolerance of the minimum-norm solve of eq. 18.
+    """
+
+    kp: float = 500.0
+    kv: float = 250.0
+    epsilon: float = 0.0
+    rank_rtol: float = 1e-10
+
+    def __post_init__(self):
+        positive("penalty_fl.kp", self.kp, allow_zero=True)
+        positive("penalty_fl.kv", self.kv)
+        positive("penalty_fl.epsilon", self.epsilon, allow_zero=True)
+        positive("penalty_fl.rank_rtol", self.rank_rtol)
+
+
+class PenaltyFLContact(ContactModel):
+    """Penalty by feedback linearization, Rengifo et al. eqs. 16–20 (METHODS §2.2)."""
+
+    name = "penalty_fl"
+    Settings = PenaltyFLSettings
+
+    def check(self, dt: float, integrator: str) -> None:
+        """Refuse ``dt·k_v ≥ 2`` or ``dt²·k_p ≥ 4 − 2 dt·k_v`` (explicit-integration bound)."""
+        super().check(dt, integrator)
+        s = self.settings
+        if dt * s.kv >= 2.0:
+            raise ConfigError(
+                f"penalty_fl unstable: dt·kv = {dt:g}·{s.kv:g} = {dt * s.kv:g} must be < 2 "
+                f"(use dt < {2.0 / s.kv:g} s or a smaller kv)")
+        if dt * dt * s.kp >= 4.0 - 2.0 * dt * s.kv:
+            raise ConfigError(
+                f"penalty_fl unstable: dt²·kp = {dt * dt * s.kp:g} must be < 4 − 2·dt·kv = "
+                f"{4.0 - 2.0 * dt * s.kv:g} (use a smaller dt or kp)")
+
+    def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
+        s = self.settings
+        m = state.n_points
+        f = np.zeros((m, 3))
+        active = state.phi <= 0.0
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            return ContactResult(f, active, {"rank": 0, "residual": 0.0, "saturated": 0})
+        vc = state.vc[idx]
+        # Eq. 17 (ε variant of §V): desired accelerations in contact frames.
+        acc_d = np.empty((idx.size, 3))
+        acc_d[:, :2] = -s.kv * vc[:, :2]
+        acc_d[:, 2] = -s.kp * (state.phi[idx] + s.epsilon) - s.kv * np.minimum(0.0, vc[:, 2])
+        G, b = state.delassus(idx)
+        sol = min_norm_solve(G, acc_d.ravel() - b, s.rank_rtol)  # eq. 18, f' = G⁺(p̈ᵈ − b)
+        fp = sol.x.reshape(-1, 3)
+        # Eqs. 19–20: unilateral normal force, tangential components inside the cone.
+        fn = np.maximum(0.0, fp[:, 2])
+        theta = np.arctan2(fp[:, 1], fp[:, 0])
+        mu = state.mu[idx]
+        ft1 = np.sign(fp[:, 0]) * np.minimum(np.abs(fp[:, 0]), mu * fn * np.abs(np.cos(theta)))
+        ft2 = np.sign(fp[:, 1]) * np.minimum(np.abs(fp[:, 1]), mu * fn * np.abs(np.sin(theta)))
+        f[idx, 0], f[idx, 1], f[idx, 2] = ft1, ft2, fn
+        saturated = int(np.count_nonzero(
+            (fp[:, 2] < 0.0) | (np.abs(ft1) < np.abs(fp[:, 0])) | (np.abs(ft2) < np.abs(fp[:, 1]))))
+        return ContactResult(f, active, {"rank": sol.rank, "residual": sol.residual,
+                                         "saturated": saturated})

@@ -1,0 +1,141 @@
+"""Scenarios: robot, terrain, initial state and per-model contact defaults.
+
+Each scenario declares the ``--set`` keys it accepts (with defaults and units); the runner
+applies them. Contact-model settings are set with ``contact.<setting>=value``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from biped_contact_sim.errors import ConfigError, unknown_name
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.sim.terrain import PlaneTerrain
+
+
+@dataclass(frozen=True)
+class Param:
+    """A ``--set`` key of a scenario."""
+
+    default: Any
+    help: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What to simulate; ``initial_state(robot, params) -> (q, v)``."""
+
+    name: str
+    description: str
+    robot: str
+    duration: float
+    dt: float
+    params: dict[str, Param]
+    initial_state: Callable[[RobotModel, dict[str, Any]], tuple[np.ndarray, np.ndarray]]
+    contact_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
+    controller: str = "none"  # default controller name
+    biped: bool = False
+
+    def resolve(self, sets: dict[str, Any]) -> dict[str, Any]:
+        """Scenario parameters with ``sets`` applied (``contact.*`` keys are left out).
+
+        Raises:
+            ConfigError: a key the scenario does not accept (listing the accepted keys).
+        """
+        params = {k: p.default for k, p in self.params.items()}
+        for key, value in sets.items():
+            if key.startswith("contact.") or key.startswith("controller."):
+                continue
+            if key not in params:
+                raise ConfigError(
+                    f"Unknown --set key {key!r} for scenario {self.name!r}. Accepted: "
+                    + ", ".join([*sorted(params), "contact.<setting>", "controller.<gain>"]))
+            params[key] = type(self.params[key].default)(value)
+        return params
+
+    def terrain(self, params: dict[str, Any]) -> PlaneTerrain:
+        return PlaneTerrain(slope=np.radians(params.get("slope_deg", 0.0)), mu=params["mu"])
+
+
+def _ball_state(robot, params):
+    return robot.configuration([0.0, 0.0, params["height"] + 0.1]), np.zeros(robot.nv)
+
+
+def _brick_state(robot, params):
+    """Brick on the ramp, its contact point on the surface, moving downhill along t₁."""
+    terrain = PlaneTerrain(slope=np.radians(params["slope_deg"]), mu=params["mu"])
+    below = robot.contact_bodies[0].offsets[0]  # the point under the centre
+    q = robot.configuration(-below)  # puts that point at the origin, on the plane
+    v = params["speed"] * terrain.R[:, 0]  # translation-joint velocity is in the world frame
+    return q, v
+
+
+def _standing_state(robot, params):
+    q = robot.standing_configuration()
+    q[2] += params.get("height", 0.0)
+    return q, np.zeros(robot.nv)
+
+
+_BIPED_CONTACT = {
+    "penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6},
+    # Damping per point is bounded by the light feet: the foot's rocking mode on four
+    # dampers needs dt·4 c r²/I_foot < 2 with explicit integration.
+    "spring_damper": {"stiffness": 1e5, "damping": 100.0, "tangential_stiffness": 1e4,
+                      "tangential_damping": 30.0, "clamp": True},
+}
+_PD = "joint_pd"
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario(
+        "ball", "Bouncing ball (Rengifo et al. §II-A, Fig. 4-5): a 1 kg point mass dropped on "
+        "flat ground.", "ball", duration=2.5, dt=2e-4,
+        params={"height": Param(0.5, "initial height of the ball's bottom [m]"),
+                "mu": Param(0.8, "friction coefficient"),
+                "mass_scale": Param(1.0, "scale every mass and inertia of the robot")},
+        initial_state=_ball_state,
+        contact_defaults={"penalty_fl": {"kp": 1.0, "kv": 5000.0},
+                          "spring_damper": {"stiffness": 1e4, "damping": 20.0}}),
+    Scenario(
+        "ramp", "Brick on a frictional ramp (Rengifo et al. §II-B): sticks if mu > tan(slope), "
+        "else slides at g (sin a - mu cos a).", "brick", duration=3.0, dt=1e-3,
+        params={"slope_deg": Param(20.0, "ramp slope [deg]"),
+                "mu": Param(0.5, "friction coefficient"),
+                "speed": Param(0.5, "initial downhill speed [m/s]"),
+                "mass_scale": Param(1.0, "scale every mass and inertia of the robot")},
+        initial_state=_brick_state,
+        contact_defaults={"penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6},
+                          "spring_damper": {"stiffness": 2e4, "damping": 50.0,
+                                            "tangential_stiffness": 2e4,
+                                            "tangential_damping": 50.0}}),
+    Scenario(
+        "drop", "3-D biped dropped from 5 cm in its standing posture, joints held by a PD.",
+        "biped3d", duration=2.0, dt=1e-3,
+        params={"height": Param(0.05, "drop height of the soles [m]"),
+                "mu": Param(0.8, "friction coefficient"),
+                "mass_scale": Param(1.0, "scale every mass and inertia of the robot")},
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller=_PD,
+        biped=True),
+    Scenario(
+        "stand", "3-D biped standing on flat ground, joints held by a PD (Rengifo et al. "
+        "Fig. 12-14: vertex heights and normal forces).", "biped3d", duration=3.0, dt=1e-3,
+        params={"height": Param(0.0, "initial height of the soles [m]"),
+                "mu": Param(0.8, "friction coefficient"),
+                "mass_scale": Param(1.0, "scale every mass and inertia of the robot")},
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller=_PD,
+        biped=True),
+)}
+
+
+def get_scenario(name: str) -> Scenario:
+    """Look up a scenario by name.
+
+    Raises:
+        ConfigError: unknown name, listing the valid ones.
+    """
+    if name not in SCENARIOS:
+        raise unknown_name("scenario", name, SCENARIOS)
+    return SCENARIOS[name]
