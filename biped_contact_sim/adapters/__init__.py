@@ -1,0 +1,1 @@
+"""Adapters: command line, MCAP recorder, ROS 2 message conversion and nodes."""
