@@ -1,0 +1,80 @@
+"""Bad input gets a clear error naming what was wrong; the state is kept."""
+
+import numpy as np
+import pytest
+
+from biped_contact_sim.adapters.runner import run
+from biped_contact_sim.contact import CONTACT_MODELS, make_contact_model
+from biped_contact_sim.errors import ConfigError, DivergenceError, InputError
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.sim.scenarios import get_scenario
+from biped_contact_sim.sim.simulator import SimSettings, Simulator
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(ConfigError, match=r"Unknown contact_model: 'foobar'\. Valid names: "
+                       r"penalty_fl, spring_damper"):
+        make_contact_model("foobar")
+    with pytest.raises(ConfigError, match="ball, drop, ramp, stand"):
+        get_scenario("walk_on_moon")
+    with pytest.raises(ConfigError, match="semi_implicit_euler, rk4"):
+        SimSettings(integrator="verlet")
+    with pytest.raises(ConfigError, match="Allowed: epsilon, kp, kv, rank_rtol"):
+        make_contact_model("penalty_fl", stiffness=1.0)
+
+
+@pytest.mark.parametrize("name", sorted(CONTACT_MODELS))
+def test_every_registered_name_round_trips(name):
+    assert make_contact_model(name).name == name
+
+
+def test_unstable_penalty_fl_settings_refused():
+    robot = RobotModel.load("ball")
+    with pytest.raises(ConfigError, match=r"dt·kv = .* must be < 2"):
+        Simulator(robot, make_contact_model("penalty_fl", kv=5000.0), settings=SimSettings(1e-3))
+    with pytest.raises(ConfigError, match="dt²·kp"):
+        Simulator(robot, make_contact_model("penalty_fl", kp=1e7, kv=10.0),
+                  settings=SimSettings(1e-3))
+    with pytest.raises(ConfigError, match=r"penalty_fl\.kv = -1\.0 must be > 0"):
+        make_contact_model("penalty_fl", kv=-1.0)
+
+
+def test_bad_torque_refused_and_state_kept():
+    robot = RobotModel.load("biped3d")
+    sim = Simulator(robot, make_contact_model("penalty_fl"))
+    sim.reset(robot.standing_configuration())
+    q, v, t = sim.q.copy(), sim.v.copy(), sim.t
+    for bad in (np.zeros(3), np.full(14, np.nan), np.full(14, np.inf)):
+        with pytest.raises(InputError):
+            sim.step(bad)
+        assert np.array_equal(sim.q, q) and np.array_equal(sim.v, v) and sim.t == t
+    sim.step(np.zeros(14))  # and it goes on
+    assert sim.t > t
+
+
+def test_divergence_is_named_and_not_committed():
+    robot = RobotModel.load("ball")
+    sim = Simulator(robot, make_contact_model("spring_damper", stiffness=1e12, damping=0.0),
+                    settings=SimSettings(dt=1e-3))
+    sim.reset(robot.configuration([0.0, 0.0, 0.1]), np.array([0.0, 0.0, -1.0]))
+    with pytest.raises(DivergenceError, match="diverged"):
+        for _ in range(1000):
+            q_before = sim.q.copy()
+            sim.step(np.zeros(0))
+    assert np.all(np.isfinite(sim.q)) and np.array_equal(sim.q, q_before)
+
+
+def test_runner_reports_divergence_instead_of_raising():
+    result = run("ball", "spring_damper", duration=0.5, dt=1e-3,
+                 sets={"contact.stiffness": 1e12, "contact.damping": 0.0})
+    assert result.error is not None and "DivergenceError" in result.error
+    assert result.summary()["error"] == result.error
+    assert result.error in result.summary()["warnings"]
+
+
+def test_torques_are_clamped_to_effort_limits():
+    robot = RobotModel.load("biped3d")
+    sim = Simulator(robot, make_contact_model("penalty_fl"))
+    sim.reset(robot.standing_configuration())
+    step = sim.step(np.full(14, 1e6))
+    assert np.array_equal(step.tau, robot.effort_limit)

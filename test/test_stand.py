@@ -1,0 +1,39 @@
+"""3-D biped standing under the runner's joint PD hold: statics and observables at rest."""
+
+import numpy as np
+import pytest
+
+from biped_contact_sim.adapters.runner import run
+from biped_contact_sim.sim.observables import convex_hull, point_in_polygon
+
+KNOWN_NOT_AT_REST = pytest.mark.xfail(
+    strict=True, reason="known: the PD-held biped rocks on its ankles with spring_damper "
+    "(a limit cycle, not at rest after 3 s); open in issue 2")
+
+
+@pytest.fixture(scope="module", params=["penalty_fl", "spring_damper"])
+def standing(request):
+    return run("stand", request.param, duration=3.0, record_rate=200)
+
+
+def test_stand_statics_at_rest(standing, request):
+    if standing.contact_model == "spring_damper":
+        request.applymarker(KNOWN_NOT_AT_REST)
+    assert standing.error is None and not standing.fell
+    last = standing.samples[-1]
+    assert np.abs(last.step.v).max() < 1e-3  # at rest
+    total_fn = sum(foot.normal_force for foot in last.obs.feet)
+    mg = standing.robot.mass * 9.81
+    assert total_fn == pytest.approx(mg, rel=0.005)
+    # Force ZMP (CoP of all forces) against the ZMP of the centroidal dynamics.
+    assert np.linalg.norm(last.obs.zmp[:2] - last.obs.zmp_centroidal[:2]) < 2e-3
+
+
+def test_stand_contact_quality(standing):
+    if standing.contact_model == "penalty_fl":
+        assert standing.max_penetration < 1e-4
+    assert standing.max_cone_violation <= 1e-9
+    for sample in standing.samples[len(standing.samples) // 2:]:
+        for foot, body in zip(sample.obs.feet, standing.robot.contact_bodies, strict=True):
+            sole = convex_hull(sample.step.p[list(body.points), :2])
+            assert foot.cop is not None and point_in_polygon(foot.cop[:2], sole, tol=1e-9)
