@@ -1,0 +1,324 @@
+"""``biped-sim``: run, compare and benchmark the scenarios without ROS 2 (DESIGN.md "Command line").
+
+    biped-sim run SCENARIO [--contact-model NAME] [--controller NAME] [--duration S] [--dt S]
+                           [--integrator NAME] [--out DIR] [--set key=value ...] [--no-plots]
+    biped-sim compare SCENARIO --out DIR [--duration S] [--set key=value ...]
+    biped-sim bench [--out DIR] [--steps N] [--scenario NAME]
+    biped-sim list
+
+Exit codes: 0 success; 1 a run diverged (its outputs are still written, ``summary.json`` says
+where in ``error``); 2 invalid names or settings (``error: <message>`` on stderr).
+"""
+
+import os
+
+# Before numpy is imported: the per-step linear algebra is small and dense (20×20 mass matrices,
+# 24×24 Delassus operators), where BLAS threads cost more in start-up and synchronisation than
+# they gain; one thread is also the per-step cost ``bench`` means to report. (ruff allows
+# imports after an os.environ change: E402 exempts it.)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from biped_contact_sim.adapters import plots, recorder
+from biped_contact_sim.adapters.runner import (
+    CONTROLLERS,
+    DEFAULT_CONTACT_MODEL,
+    RunResult,
+    run,
+    split_sets,
+)
+from biped_contact_sim.contact import CONTACT_MODELS, contact_settings_help
+from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.sim.scenarios import SCENARIOS, get_scenario
+from biped_contact_sim.sim.simulator import INTEGRATORS
+
+EXIT_OK = 0
+EXIT_DIVERGED = 1
+EXIT_CONFIG = 2
+
+BENCH_SCENARIO = "stand"
+BENCH_STEPS = 2000
+BENCH_WARMUP_STEPS = 50
+COMPARISON_COLUMNS = (
+    "contact_model", "steps", "mean_step_us", "max_penetration_m", "max_cone_violation_N",
+    "min_normal_force_N", "final_energy_J", "fell", "zmp_in_support_fraction", "error",
+)
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: YAML (numbers, ``true``/``false``, lists, strings).
+
+    PyYAML follows YAML 1.1, where a float needs a dot: ``1e-6`` and ``1e9`` would stay strings,
+    so a string that Python reads as a float is taken as that float.
+
+    Args:
+        text: The text after ``=``.
+
+    Returns:
+        The parsed value.
+
+    Raises:
+        ConfigError: The text is not valid YAML.
+    """
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set value {text!r} is not valid YAML ({exc})") from exc
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def parse_sets(pairs: list[str] | None) -> dict[str, Any]:
+    """Parse ``--set key=value`` pairs (values by :func:`parse_value`).
+
+    Args:
+        pairs: The ``key=value`` strings (a later key replaces an earlier one).
+
+    Returns:
+        ``{key: value}``.
+
+    Raises:
+        ConfigError: A pair without ``=``, an empty key or a value that is not valid YAML.
+    """
+    sets: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set {pair!r}: expected key=value")
+        sets[key] = parse_value(text)
+    return sets
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``biped-sim`` argument parser (subcommands run, compare, bench, list)."""
+    parser = argparse.ArgumentParser(
+        prog="biped-sim",
+        description="Biped contact simulation without ROS 2: run a scenario, compare the "
+                    "contact models, benchmark them, or list what exists.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add_sets(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                       help="scenario parameter, contact.<setting> or controller.<gain> "
+                            "(repeatable; see 'biped-sim list')")
+
+    p_run = sub.add_parser("run", help="run one scenario and write its outputs",
+                           description="Run one scenario; write summary.json, timeseries.csv, "
+                                       "trace.mcap and plots/*.png.")
+    p_run.add_argument("scenario", metavar="SCENARIO", help="scenario name (see 'list')")
+    p_run.add_argument("--contact-model", metavar="NAME",
+                       help=f"contact model (default {DEFAULT_CONTACT_MODEL})")
+    p_run.add_argument("--controller", metavar="NAME",
+                       help="controller (default: the scenario's)")
+    p_run.add_argument("--duration", type=float, metavar="S",
+                       help="simulated time [s] (default: the scenario's)")
+    p_run.add_argument("--dt", type=float, metavar="S",
+                       help="physics step [s] (default: the scenario's)")
+    p_run.add_argument("--integrator", default="semi_implicit_euler", metavar="NAME",
+                       help=f"one of {', '.join(INTEGRATORS)} (default semi_implicit_euler)")
+    p_run.add_argument("--out", type=Path, metavar="DIR",
+                       help="output folder (default runs/<scenario>-<model>)")
+    add_sets(p_run)
+    p_run.add_argument("--no-plots", action="store_true", help="skip plots/*.png")
+
+    p_cmp = sub.add_parser("compare", help="run every contact model on one scenario",
+                           description="Run every contact model on one scenario; write "
+                                       "comparison.md, comparison.csv and side-by-side plots.")
+    p_cmp.add_argument("scenario", metavar="SCENARIO", help="scenario name (see 'list')")
+    p_cmp.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    p_cmp.add_argument("--duration", type=float, metavar="S",
+                       help="simulated time [s] (default: the scenario's)")
+    add_sets(p_cmp)
+
+    p_bench = sub.add_parser("bench", help="per-step cost of every contact model",
+                             description="Time sim.step for every contact model and write "
+                                         "bench.json.")
+    p_bench.add_argument("--out", type=Path, default=Path("runs/bench"), metavar="DIR",
+                         help="output folder (default runs/bench)")
+    p_bench.add_argument("--steps", type=int, default=BENCH_STEPS, metavar="N",
+                         help=f"timed steps per model (default {BENCH_STEPS})")
+    p_bench.add_argument("--scenario", default=BENCH_SCENARIO, metavar="NAME",
+                         help=f"scenario (default {BENCH_SCENARIO})")
+
+    sub.add_parser("list", help="scenarios, contact models, controllers and --set keys")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``biped-sim``.
+
+    Args:
+        argv: Arguments without the program name (default ``sys.argv[1:]``).
+
+    Returns:
+        0 on success, 1 if a run diverged, 2 on invalid names or settings.
+    """
+    args = build_parser().parse_args(argv)
+    commands = {"run": cmd_run, "compare": cmd_compare, "bench": cmd_bench, "list": cmd_list}
+    try:
+        return commands[args.command](args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``biped-sim run``: one run, its outputs, its key numbers."""
+    result = run(args.scenario, args.contact_model, args.controller, args.duration, args.dt,
+                 args.integrator, parse_sets(args.sets), progress=True)
+    out = args.out or Path("runs") / f"{result.scenario.name}-{result.contact_model}"
+    written = [p.name for p in recorder.write_outputs(result, out).values()]
+    if not args.no_plots:
+        print("plotting (with the extra runs the paper figures compare)...", flush=True)
+        figures = plots.make_plots(result, out)
+        written.append(f"{plots.PLOTS_DIR}/ ({len(figures)} figures)")
+    summary = result.summary()
+    print(f"results in {out}/: " + ", ".join(written))
+    for key in ("steps", "duration_s", "wall_time_s", "real_time_factor", "mean_step_us",
+                "max_penetration_m", "max_cone_violation_N", "min_normal_force_N", "fell",
+                "zmp_in_support_fraction"):
+        print(f"  {key:24s} {_fmt(summary[key])}")
+    if result.error:
+        print(f"error: the run diverged: {result.error}", file=sys.stderr)
+        return EXIT_DIVERGED
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``biped-sim compare``: every contact model on one scenario, one table, side-by-side plots.
+
+    A model that refuses its settings (ConfigError) gets a row saying so; a wrong scenario name
+    or scenario key is refused before anything runs.
+    """
+    sets = parse_sets(args.sets)
+    get_scenario(args.scenario).resolve(split_sets(sets)[0])
+    results: dict[str, RunResult] = {}
+    rows = []
+    for model in CONTACT_MODELS:
+        try:
+            result = run(args.scenario, model, duration=args.duration, sets=sets, progress=True)
+        except ConfigError as exc:
+            rows.append({"contact_model": model, "error": f"refused: {exc}"})
+            continue
+        results[model] = result
+        summary = result.summary()
+        rows.append({
+            **{key: summary[key] for key in COMPARISON_COLUMNS if key in summary},
+            "final_energy_J": result.samples[-1].obs.energy if result.samples else None,
+        })
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "comparison.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, COMPARISON_COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: _csv_cell(row.get(key)) for key in COMPARISON_COLUMNS})
+    table = _markdown_table(rows)
+    settings = ", ".join(f"`{pair}`" for pair in args.sets) or "none"
+    duration = "the scenario's" if args.duration is None else f"{args.duration:g} s"
+    title = (f"# {args.scenario}: contact models compared\n\n"
+             f"Duration: {duration}; --set: {settings}.\n\n")
+    (out / "comparison.md").write_text(title + table)
+    written = plots.compare_plots(results, out)
+    print(table, end="")
+    print(f"results in {out}/: comparison.md, comparison.csv, "
+          + ", ".join(p.name for p in written))
+    return EXIT_OK
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``biped-sim bench``: mean wall time of ``sim.step`` per contact model."""
+    if args.steps < 1:
+        raise ConfigError(f"--steps = {args.steps} must be >= 1")
+    dt = get_scenario(args.scenario).dt
+    results = []
+    print(f"{args.scenario}, dt = {dt:g} s, {args.steps} steps per model")
+    for model in CONTACT_MODELS:
+        entry: dict[str, Any] = {"contact_model": model, "scenario": args.scenario,
+                                 "mean_step_us": None, "steps": 0, "error": None}
+        try:
+            # Warm-up: first calls pay for imports, allocations and caches, not for the step.
+            run(args.scenario, model, duration=BENCH_WARMUP_STEPS * dt, record_rate=1.0)
+            # One recorded sample per simulated second: the observer is not what is timed.
+            result = run(args.scenario, model, duration=args.steps * dt, record_rate=1.0)
+        except ConfigError as exc:
+            entry["error"] = note = f"refused: {exc}"
+        else:
+            summary = result.summary()
+            entry.update(mean_step_us=summary["mean_step_us"], steps=summary["steps"],
+                         error=summary["error"])
+            note = summary["error"] or f"{result.robot.nv} DoF, {result.robot.n_points} points"
+        results.append(entry)
+        print(f"  {model:20s} {_fmt(entry['mean_step_us']):>10s} µs/step  ({note})")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    recorder.write_summary({"results": results}, out / "bench.json")
+    print(f"results in {out / 'bench.json'}")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """``biped-sim list``: scenarios, contact models, controllers and the ``--set`` keys."""
+    print("Scenarios:")
+    for name, scenario in SCENARIOS.items():
+        print(f"  {name}  (robot {scenario.robot}, {scenario.duration:g} s, "
+              f"dt {scenario.dt:g} s, controller {scenario.controller})")
+        print(f"      {scenario.description}")
+    print("\nContact models (--contact-model; settings with --set contact.<setting>=value):")
+    for name in CONTACT_MODELS:
+        default = " (default)" if name == DEFAULT_CONTACT_MODEL else ""
+        print(f"  {name}{default}")
+        for key, value in contact_settings_help(name).items():
+            print(f"      contact.{key} = {value!r}")
+    print("\nControllers (--controller; gains with --set controller.<gain>=value):")
+    for name in CONTROLLERS:
+        print(f"  {name}")
+    print(f"\nIntegrators (--integrator): {', '.join(INTEGRATORS)}")
+    print("\n--set keys per scenario:")
+    for name, scenario in SCENARIOS.items():
+        print(f"  {name}:")
+        for key, param in scenario.params.items():
+            print(f"      {key} = {param.default!r}  {param.help}")
+        for model, settings in scenario.contact_defaults.items():
+            values = ", ".join(f"contact.{k}={v!r}" for k, v in settings.items())
+            print(f"      ({model} defaults here: {values})")
+    return EXIT_OK
+
+
+def _fmt(value: Any) -> str:
+    """A number for the terminal: 4 significant digits; anything else as it is."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _csv_cell(value: Any) -> Any:
+    """A CSV cell: empty for None, full precision for numbers."""
+    return "" if value is None else value
+
+
+def _markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The comparison as a GitHub-flavoured Markdown table."""
+    lines = ["| " + " | ".join(COMPARISON_COLUMNS) + " |",
+             "|" + "---|" * len(COMPARISON_COLUMNS)]
+    for row in rows:
+        cells = ["" if row.get(k) is None else _fmt(row[k]).replace("|", "\\|")
+                 for k in COMPARISON_COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

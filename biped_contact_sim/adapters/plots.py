@@ -1,0 +1,446 @@
+"""Figures of a run (``out_dir/plots/*.png``): the ones a reader of the papers expects.
+
+* ``ball`` — Rengifo et al. Fig. 4 and 5: height and normal force of the bouncing ball for
+  ``penalty_fl`` with k_p ∈ {0, 1, 5}, k_v = 5000, dt = 2·10⁻⁴ s, beside the run itself;
+* ``ramp`` — the brick sticking (μ = 0.5 > tan 20°) and sliding (μ = 0.2) on the ramp, against
+  the analytic motion with acceleration g (sin α − μ cos α);
+* bipeds — per-vertex gaps and normal forces (Fig. 12 and 13), ε = 0 against ε = 10⁻⁶ m for
+  ``penalty_fl`` on ``stand`` (Fig. 13 and 14), force and centroidal ZMP with the support
+  polygon;
+* every scenario — the mechanical energy.
+
+The paper figures need runs with other settings than the user's; ``make_plots`` makes them
+(same scenario parameters and duration as the run) unless ``extra_runs`` is False. Figures are
+built with the object-oriented ``matplotlib.figure.Figure`` (no pyplot): no global figure
+registry to leak and no GUI backend to select.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from biped_contact_sim.adapters.recorder import base_motion
+from biped_contact_sim.adapters.runner import RunResult, run
+
+PLOTS_DIR = "plots"
+DPI = 120
+
+BALL_KP = (0.0, 1.0, 5.0)  # k_p of Rengifo et al. Fig. 4 and 5
+BALL_KV = 5000.0
+BALL_DT = 2e-4
+RAMP_CASES = (("sticking", 0.5), ("sliding", 0.2))  # (label, μ) against tan 20° = 0.364
+STAND_EPSILONS = (0.0, 1e-6)  # ε of Rengifo et al. Fig. 13 and 14 [m]
+ZMP_MIN_SPAN = 0.02  # smallest y range of the ZMP-against-time panels [m]
+
+
+def make_plots(result: RunResult, out_dir: Path, extra_runs: bool = True) -> list[Path]:
+    """Write the figures of ``result`` to ``out_dir/plots``.
+
+    Args:
+        result: The run.
+        out_dir: Output folder of the run (``plots/`` is created in it).
+        extra_runs: Also make the runs that the paper figures compare (ball gains, ramp
+            friction, stand ε); they last ``result.duration`` each.
+
+    Returns:
+        The PNG files written.
+    """
+    if not result.samples:  # diverged on its first step: nothing to draw
+        return []
+    plot_dir = Path(out_dir) / PLOTS_DIR
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    name = result.scenario.name
+    if name == "ball":
+        paths += _ball_plots(result, plot_dir, extra_runs)
+    elif name == "ramp":
+        paths += _ramp_plots(result, plot_dir, extra_runs)
+    if result.scenario.biped:
+        paths += _biped_plots(result, plot_dir, extra_runs)
+    paths.append(_energy_plot(result, plot_dir))
+    return paths
+
+
+def compare_plots(results: dict[str, RunResult], out_dir: Path) -> list[Path]:
+    """Side-by-side figures of the same scenario under several contact models.
+
+    Writes ``compare_gaps.png`` (every point's gap, one panel per model),
+    ``compare_normal_force.png`` (total normal force per contact body, one panel per model) and
+    ``compare_energy.png`` (all models on one axis).
+
+    Args:
+        results: Run per contact-model name (models that refused their settings left out).
+        out_dir: Output folder.
+
+    Returns:
+        The PNG files written.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = {name: r for name, r in results.items() if r.samples}
+    if not results:
+        return []
+    n = len(results)
+
+    gaps_fig = Figure(figsize=(4.0 * n, 3.5), layout="constrained")
+    axes = gaps_fig.subplots(1, n, sharey=True, squeeze=False)[0]
+    for ax, (name, r) in zip(axes, results.items(), strict=True):
+        t = _time(r)
+        gaps = _gaps(r)
+        for i, point in enumerate(r.robot.point_names):
+            ax.plot(t, 1e3 * gaps[:, i], lw=0.8, label=point)
+        ax.axhline(0.0, color="k", lw=0.5)
+        ax.set(title=_model_title(name, r), xlabel="t [s]")
+    axes[0].set_ylabel("gap φ [mm]")
+    axes[0].legend(fontsize="x-small")
+
+    force_fig = Figure(figsize=(4.0 * n, 3.5), layout="constrained")
+    axes = force_fig.subplots(1, n, sharey=True, squeeze=False)[0]
+    for ax, (name, r) in zip(axes, results.items(), strict=True):
+        t = _time(r)
+        fn = _normal_forces(r)
+        for body in r.robot.contact_bodies:
+            ax.plot(t, fn[:, list(body.points)].sum(axis=1), lw=0.8, label=body.name)
+        ax.axhline(_weight(r), color="k", ls=":", lw=0.8, label="m g")
+        ax.set(title=_model_title(name, r), xlabel="t [s]")
+    axes[0].set_ylabel("normal force Σ f_n [N]")
+    axes[0].legend(fontsize="x-small")
+
+    energy_fig = Figure(figsize=(6.0, 4.0), layout="constrained")
+    ax = energy_fig.subplots()
+    for name, r in results.items():
+        ax.plot(_time(r), [s.obs.energy for s in r.samples], label=_model_title(name, r))
+    ax.set(xlabel="t [s]", ylabel="kinetic + potential energy [J]",
+           title=f"{next(iter(results.values())).scenario.name}: energy")
+    ax.legend(fontsize="small")
+
+    return [_save(gaps_fig, out_dir / "compare_gaps.png"),
+            _save(force_fig, out_dir / "compare_normal_force.png"),
+            _save(energy_fig, out_dir / "compare_energy.png")]
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    fig.savefig(path, dpi=DPI)
+    return path
+
+
+def _time(result: RunResult) -> np.ndarray:
+    return np.array([s.step.t for s in result.samples])
+
+
+def _gaps(result: RunResult) -> np.ndarray:
+    """(samples, points) gaps φ at the start of each recorded step [m]."""
+    return np.array([s.step.phi for s in result.samples]).reshape(len(result.samples), -1)
+
+
+def _normal_forces(result: RunResult) -> np.ndarray:
+    """(samples, points) normal forces f_n [N]."""
+    return np.array([s.step.f_contact[:, 2] for s in result.samples]).reshape(
+        len(result.samples), -1)
+
+
+def _gravity(result: RunResult) -> float:
+    return float(np.linalg.norm(result.robot.model.gravity.linear))
+
+
+def _weight(result: RunResult) -> float:
+    return result.robot.mass * _gravity(result)
+
+
+def _model_title(name: str, result: RunResult) -> str:
+    return f"{name} (diverged)" if result.error else name
+
+
+def _scenario_sets(result: RunResult, **overrides: Any) -> dict[str, Any]:
+    """``--set`` pairs that repeat the run's scenario parameters, with overrides."""
+    return {**result.params, **overrides}
+
+
+def _contact_sets(result: RunResult, **overrides: Any) -> dict[str, Any]:
+    """``--set`` pairs that repeat the run's contact settings, with overrides."""
+    settings = {**result.contact_settings, **overrides}
+    return {f"contact.{k}": v for k, v in settings.items()}
+
+
+def _first_contact_time(t: np.ndarray, gaps: np.ndarray) -> float | None:
+    touching = np.flatnonzero((gaps <= 0.0).any(axis=1))
+    return float(t[touching[0]]) if touching.size else None
+
+
+def _robust_limits(values: np.ndarray, pad: float = 0.1,
+                   min_span: float = 0.0) -> tuple[float, float] | None:
+    """1st–99th percentile range, padded: keeps a few impact spikes from flattening a plot.
+
+    ``min_span`` keeps a still signal from being magnified into its rounding noise.
+    """
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    lo, hi = np.percentile(values, [1.0, 99.0])
+    margin = max(pad * (hi - lo), 0.5 * (min_span - (hi - lo)), 1e-9)
+    return float(lo - margin), float(hi + margin)
+
+
+# ------------------------------------------------------------------------------- ball
+
+
+def _ball_plots(result: RunResult, plot_dir: Path, extra_runs: bool) -> list[Path]:
+    """Rengifo et al. Fig. 4 (height) and Fig. 5 (normal force), beside the run itself."""
+    curves: list[tuple[str, RunResult, dict[str, Any]]] = []
+    if extra_runs:
+        for kp in BALL_KP:
+            # Every step is recorded: the impact force lasts a single step of 2·10⁻⁴ s.
+            extra = run("ball", "penalty_fl", duration=result.duration, dt=BALL_DT,
+                        sets={**_scenario_sets(result), "contact.kp": kp,
+                              "contact.kv": BALL_KV},
+                        record_rate=1.0 / BALL_DT)
+            curves.append((f"penalty_fl k_p = {kp:g}, k_v = {BALL_KV:g}", extra, {"lw": 1.2}))
+    curves.append((f"this run: {result.contact_model}, dt = {result.sim.dt:g} s", result,
+                   {"color": "k", "ls": "--", "lw": 1.0}))
+    weight = _weight(result)
+
+    height_fig = Figure(figsize=(8.0, 6.5), layout="constrained")
+    full, zoom = height_fig.subplots(2, 1)
+    force_fig = Figure(figsize=(8.0, 6.5), layout="constrained")
+    force_full, force_zoom = force_fig.subplots(2, 1)
+    after_impact: list[np.ndarray] = []
+    impact_times: list[float] = []
+    for label, r, style in curves:
+        t, gap, fn = _time(r), 1e3 * _gaps(r)[:, 0], _normal_forces(r)[:, 0]
+        for ax in (full, zoom):
+            ax.plot(t, gap, label=label, **style)
+        for ax in (force_full, force_zoom):
+            ax.plot(t, fn, label=label, **style)
+        t_contact = _first_contact_time(t, _gaps(r))
+        if t_contact is not None:
+            after_impact.append(gap[t >= t_contact])
+            impact_times.append(t_contact)
+    full.set(ylabel="height of the ball's bottom [mm]",
+             title="Bouncing ball: height (Rengifo et al. Fig. 4)")
+    zoom.set(xlabel="t [s]", ylabel="height [mm]", title="zoom on the contact")
+    if after_impact:  # the zooms start just before the first impact
+        values = np.concatenate(after_impact)
+        margin = 0.2 * (values.max() - values.min()) or 0.1
+        zoom.set_ylim(values.min() - margin, values.max() + margin)
+        t_start = min(impact_times) - 0.05 * (result.duration - min(impact_times))
+        for ax in (zoom, force_zoom):
+            ax.set_xlim(t_start, result.duration)
+    full.legend(fontsize="small")
+    force_full.set(ylabel="normal force f_n [N]",
+                   title="Bouncing ball: normal force (Rengifo et al. Fig. 5)")
+    force_zoom.axhline(weight, color="grey", ls=":", lw=0.8)
+    force_zoom.annotate(f"m g = {weight:.2f} N", (0.01, weight), xycoords=("axes fraction", "data"),
+                        textcoords="offset points", xytext=(0, 4), fontsize="small")
+    # After the impact peak (~10⁴ N) the force settles at the weight; show it at that scale.
+    force_zoom.set(xlabel="t [s]", ylabel="f_n [N]", ylim=(-0.1 * weight, 2.0 * weight),
+                   title="zoom around m g")
+    force_full.legend(fontsize="small")
+    return [_save(height_fig, plot_dir / "ball_height.png"),
+            _save(force_fig, plot_dir / "ball_force.png")]
+
+
+# ------------------------------------------------------------------------------- ramp
+
+
+def _slope_motion(r: RunResult) -> tuple[np.ndarray, np.ndarray]:
+    """Displacement and velocity of the brick along the downhill tangent t₁ [m, m/s]."""
+    robot, terrain = r.robot, r.sim.terrain
+    t1 = terrain.R[:, 0]
+    data = robot.create_data()
+    q0, v0 = r.scenario.initial_state(robot, r.params)
+    start = base_motion(robot.model, data, q0, v0)[0].translation.copy()
+    s, v = [], []
+    for sample in r.samples:
+        oMb, v_local = base_motion(robot.model, data, sample.step.q, sample.step.v)
+        s.append((oMb.translation - start) @ t1)
+        v.append((oMb.rotation @ v_local.linear) @ t1)
+    return np.array(s), np.array(v)
+
+
+def _analytic_slide(t: np.ndarray, v0: float, a: float) -> tuple[np.ndarray, np.ndarray]:
+    """Motion at constant acceleration a from speed v0; a decelerating brick stops and stays."""
+    if a >= 0.0:
+        return v0 * t + 0.5 * a * t**2, v0 + a * t
+    t_stop = v0 / -a
+    tc = np.minimum(t, t_stop)
+    return v0 * tc + 0.5 * a * tc**2, v0 + a * tc
+
+
+def _ramp_plots(result: RunResult, plot_dir: Path, extra_runs: bool) -> list[Path]:
+    """Brick on the ramp: displacement, velocity and friction against μ f_n, stick and slip."""
+    if extra_runs:
+        cases = [(label, run("ramp", result.contact_model, controller=result.controller,
+                             duration=result.duration, dt=result.sim.dt,
+                             integrator=result.sim.settings.integrator,
+                             sets={**_scenario_sets(result, mu=mu), **_contact_sets(result)}))
+                 for label, mu in RAMP_CASES]
+    else:
+        cases = [(f"this run (μ = {result.params['mu']:g})", result)]
+    fig = Figure(figsize=(5.0 * len(cases), 9.0), layout="constrained")
+    axes = fig.subplots(3, len(cases), squeeze=False, sharex=True)
+    for col, (label, r) in enumerate(cases):
+        alpha, mu, g = r.sim.terrain.slope, r.sim.terrain.mu, _gravity(r)
+        a = g * (math.sin(alpha) - mu * math.cos(alpha))
+        t = _time(r)
+        s, v = _slope_motion(r)
+        s_ref, v_ref = _analytic_slide(t, float(r.params["speed"]), a)
+        ax_s, ax_v, ax_f = axes[:, col]
+        ax_s.plot(t, s, label=r.contact_model)
+        ax_s.plot(t, s_ref, "k--", lw=0.8, label="analytic")
+        ax_s.set(ylabel="displacement along the slope [m]",
+                 title=f"{label}: μ = {mu:g}, tan α = {math.tan(alpha):.3f}"
+                       + (" (diverged)" if r.error else ""))
+        ax_s.text(0.97, 0.45, f"a = g (sin α − μ cos α) = {a:.3f} m/s²"
+                  + ("\n(decelerates, then sticks)" if a < 0 else ""),
+                  transform=ax_s.transAxes, ha="right", va="center", fontsize="small",
+                  bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+        ax_s.legend(loc="lower right", fontsize="small")
+        ax_v.plot(t, v, label=r.contact_model)
+        ax_v.plot(t, v_ref, "k--", lw=0.8, label="analytic")
+        ax_v.set(ylabel="velocity along the slope [m/s]")
+        fc = np.array([smp.step.f_contact for smp in r.samples])
+        friction = np.linalg.norm(fc[:, :, :2].sum(axis=1), axis=1)
+        ax_f.plot(t, friction, label="‖Σ f_t‖ (friction)")
+        ax_f.plot(t, mu * fc[:, :, 2].sum(axis=1), "--", label="μ Σ f_n (cone limit)")
+        ax_f.set(xlabel="t [s]", ylabel="force [N]", ylim=(0.0, None))
+        ax_f.legend(fontsize="small")
+    return [_save(fig, plot_dir / "ramp_stick_slip.png")]
+
+
+# ------------------------------------------------------------------------------- bipeds
+
+
+def _per_vertex_figure(result: RunResult, values: np.ndarray, ylabel: str,
+                       title: str) -> Figure:
+    """One panel per sole vertex, feet side by side, 2 columns per foot (Rengifo Fig. 12-13)."""
+    bodies = result.robot.contact_bodies
+    rows = max(math.ceil(len(b.points) / 2) for b in bodies)
+    fig = Figure(figsize=(3.2 * 2 * len(bodies), 2.4 * rows + 0.6), layout="constrained")
+    axes = fig.subplots(rows, 2 * len(bodies), squeeze=False, sharex=True, sharey=True)
+    t = _time(result)
+    for b, body in enumerate(bodies):
+        for j, i in enumerate(body.points):
+            ax = axes[j // 2, 2 * b + j % 2]
+            x, y = body.offsets[j][:2]
+            ax.plot(t, values[:, i], lw=0.8)
+            ax.set_title(f"{body.name} vertex {j} ({x:+.2f}, {y:+.2f}) m", fontsize="small")
+        for ax in axes[-1, 2 * b:2 * b + 2]:
+            ax.set_xlabel("t [s]")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    fig.suptitle(title)
+    return fig
+
+
+def _epsilon_figure(result: RunResult) -> Figure:
+    """Per-vertex normal forces of ``stand`` with ε = 0 and ε = 10⁻⁶ m (Fig. 13 vs 14)."""
+    runs = [(eps, run("stand", "penalty_fl", controller=result.controller,
+                      duration=result.duration, dt=result.sim.dt,
+                      integrator=result.sim.settings.integrator,
+                      sets={**_scenario_sets(result), **_contact_sets(result, epsilon=eps)}))
+            for eps in STAND_EPSILONS]
+    bodies = result.robot.contact_bodies
+    fig = Figure(figsize=(5.0 * len(bodies), 6.5), layout="constrained")
+    axes = fig.subplots(len(runs), len(bodies), squeeze=False, sharex=True, sharey=True)
+    for row, (eps, r) in enumerate(runs):
+        t, fn = _time(r), _normal_forces(r)
+        for b, body in enumerate(bodies):
+            ax = axes[row, b]
+            for j, i in enumerate(body.points):
+                ax.plot(t, fn[:, i], lw=0.8, label=f"vertex {j}")
+            ax.set_title(f"{body.name}, ε = {eps:g} m" + (" (diverged)" if r.error else ""),
+                         fontsize="small")
+        axes[row, 0].set_ylabel("f_n [N]")
+    for ax in axes[-1]:
+        ax.set_xlabel("t [s]")
+    axes[0, 0].legend(fontsize="x-small")
+    fig.suptitle("penalty_fl on stand: normal forces without and with ε "
+                 "(Rengifo et al. Fig. 13 and 14)")
+    return fig
+
+
+def _zmp_figure(result: RunResult) -> Figure:
+    """Force ZMP and centroidal ZMP against time, and seen from above in the support polygon."""
+    t = _time(result)
+
+    def track(get: Callable[[Any], np.ndarray | None]) -> np.ndarray:
+        """(samples, 2) x, y of a point per sample, NaN where undefined."""
+        points = [get(s.obs) for s in result.samples]
+        return np.array([p[:2] if p is not None else (np.nan, np.nan) for p in points])
+
+    zmp = track(lambda o: o.zmp)
+    zmp_c = track(lambda o: o.zmp_centroidal)
+    fig = Figure(figsize=(12.0, 6.0), layout="constrained")
+    grid = fig.add_gridspec(2, 2)
+    for row, axis in enumerate("xy"):
+        ax = fig.add_subplot(grid[row, 0])
+        ax.plot(t, zmp[:, row], label="ZMP from the contact forces")
+        ax.plot(t, zmp_c[:, row], "--", lw=0.8, label="ZMP from the centroidal dynamics")
+        limits = _robust_limits(np.concatenate([zmp[:, row], zmp_c[:, row]]),
+                                min_span=ZMP_MIN_SPAN)
+        if limits:
+            ax.set_ylim(*limits)
+        ax.set(xlabel="t [s]", ylabel=f"{axis}_zmp [m]")
+        ax.legend(fontsize="small")
+    top: Axes = fig.add_subplot(grid[:, 1])
+    polygons = [s.obs.support_polygon for s in result.samples if len(s.obs.support_polygon)]
+    for label, polygon, style in (("support polygon (start)", polygons[:1], "g-"),
+                                  ("support polygon (end)", polygons[-1:], "g:")):
+        for vertices in polygon:
+            closed = np.vstack([vertices, vertices[:1]])
+            top.plot(closed[:, 0], closed[:, 1], style, label=label)
+    top.plot(zmp[:, 0], zmp[:, 1], lw=0.8, label="force ZMP")
+    top.plot(zmp_c[:, 0], zmp_c[:, 1], "--", lw=0.6, label="centroidal ZMP")
+    # Keep the polygon in view when an impact throws the centroidal ZMP far outside it.
+    extent = np.concatenate([np.vstack(polygons) if polygons else np.empty((0, 2)), zmp])
+    for setter, column in ((top.set_xlim, 0), (top.set_ylim, 1)):
+        limits = _robust_limits(extent[:, column], pad=0.3)
+        if limits:
+            setter(*limits)
+    top.set(xlabel="x [m]", ylabel="y [m]", aspect="equal",
+            title="seen from above (x, y in the ground plane)")
+    top.legend(fontsize="small")
+    fig.suptitle(f"{result.scenario.name} / {result.contact_model}: zero-moment point")
+    return fig
+
+
+def _biped_plots(result: RunResult, plot_dir: Path, extra_runs: bool) -> list[Path]:
+    paths = [
+        _save(_per_vertex_figure(result, 1e3 * _gaps(result), "gap φ [mm]",
+                                 f"{result.scenario.name} / {result.contact_model}: sole vertex "
+                                 "heights (Rengifo et al. Fig. 12)"),
+              plot_dir / "vertex_heights.png"),
+        _save(_per_vertex_figure(result, _normal_forces(result), "f_n [N]",
+                                 f"{result.scenario.name} / {result.contact_model}: normal "
+                                 "forces (Rengifo et al. Fig. 13)"),
+              plot_dir / "normal_forces.png"),
+    ]
+    if extra_runs and result.scenario.name == "stand" and result.contact_model == "penalty_fl":
+        paths.append(_save(_epsilon_figure(result), plot_dir / "normal_forces_epsilon.png"))
+    paths.append(_save(_zmp_figure(result), plot_dir / "zmp.png"))
+    return paths
+
+
+# ------------------------------------------------------------------------------- energy
+
+
+def _energy_plot(result: RunResult, plot_dir: Path) -> Path:
+    fig = Figure(figsize=(7.0, 4.0), layout="constrained")
+    ax = fig.subplots()
+    energy = np.array([s.obs.energy for s in result.samples])
+    ax.plot(_time(result), energy)
+    ax.set(xlabel="t [s]", ylabel="kinetic + potential energy [J]",
+           title=f"{result.scenario.name} / {result.contact_model}: energy "
+                 f"(start {energy[0]:.4g} J, end {energy[-1]:.4g} J)"
+                 + (" (diverged)" if result.error else ""))
+    return _save(fig, plot_dir / "energy.png")
