@@ -78,3 +78,19 @@ def test_torques_are_clamped_to_effort_limits():
     sim.reset(robot.standing_configuration())
     step = sim.step(np.full(14, 1e6))
     assert np.array_equal(step.tau, robot.effort_limit)
+
+
+@pytest.mark.parametrize(("sets", "match"), [
+    ({"mu": "abc"}, "--set mu='abc': expected a float"),
+    ({"contact.kv": "abc"}, "penalty_fl.kv = 'abc' must be a number"),
+    ({"controller.kp": -1.0}, r"controller\.kp = -1\.0 must be >= 0"),
+    ({"controller.omega": 1.0}, "Allowed: controller.kp"),
+])
+def test_badly_typed_set_values_are_config_errors(sets, match):
+    with pytest.raises(ConfigError, match=match):
+        run("stand", "penalty_fl", duration=0.01, sets=sets)
+
+
+def test_zero_dt_is_refused_not_replaced():
+    with pytest.raises(ConfigError, match=r"dt = 0\.0 must be in"):
+        run("ball", "penalty_fl", duration=0.01, dt=0.0)

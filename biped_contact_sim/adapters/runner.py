@@ -24,6 +24,7 @@ import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim.contact import make_contact_model
+from biped_contact_sim.contact.base import positive
 from biped_contact_sim.errors import BipedSimError, ConfigError, unknown_name
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.observables import Observation, Observer
@@ -50,6 +51,13 @@ class JointPDSettings:
     kd: float = 30.0
     kd_cap: float = 1.0
     gravity_compensation: bool = True
+
+    def __post_init__(self):
+        for name in ("kp", "kd", "kd_cap"):
+            positive(f"controller.{name}", getattr(self, name), allow_zero=name != "kd_cap")
+        if not isinstance(self.gravity_compensation, bool):
+            raise ConfigError(f"controller.gravity_compensation = "
+                              f"{self.gravity_compensation!r} must be true or false")
 
 
 class JointPD:
@@ -175,7 +183,7 @@ def build(scenario_name: str, contact_model: str | None = None, controller: str 
     contact = make_contact_model(model_name, **settings)
     robot = RobotModel.load(scenario.robot, params.get("mass_scale", 1.0))
     sim = Simulator(robot, contact, scenario.terrain(params),
-                    SimSettings(dt=dt or scenario.dt, integrator=integrator))
+                    SimSettings(dt=scenario.dt if dt is None else dt, integrator=integrator))
     q0, v0 = scenario.initial_state(robot, params)
     sim.reset(q0, v0)
     ctrl_name = controller or scenario.controller
@@ -200,13 +208,14 @@ def build(scenario_name: str, contact_model: str | None = None, controller: str 
 def run(scenario_name: str, contact_model: str | None = None, controller: str | None = None,
         duration: float | None = None, dt: float | None = None,
         integrator: str = "semi_implicit_euler", sets: dict[str, Any] | None = None,
-        record_rate: float = 1000.0, progress: bool = False) -> RunResult:
+        record_rate: float | None = None, progress: bool = False) -> RunResult:
     """Run a scenario to its end, or until divergence (reported in ``error``, not raised).
 
     Args:
         record_rate: samples per simulated second kept in ``samples`` (observables are
             computed only for them; penetration, cone violation and solver statistics use
-            every step).
+            every step). Default: 1 kHz, or every step when dt < 1 ms (the ball's impact peak
+            lasts one step).
         progress: show a tqdm progress bar.
 
     Raises:
@@ -221,7 +230,8 @@ def run(scenario_name: str, contact_model: str | None = None, controller: str | 
                        duration=duration)
     observer = Observer(robot, sim.terrain)
     n_steps = round(duration / sim.dt)
-    every = max(1, round(1.0 / (record_rate * sim.dt)))
+    every = 1 if record_rate is None and sim.dt < 1e-3 else \
+        max(1, round(1.0 / ((record_rate or 1000.0) * sim.dt)))
     base_z0 = q0[2] if robot.config.base != "planar_xz" else q0[1]
     zero_tau = np.zeros(robot.n_joints)
     bar = None

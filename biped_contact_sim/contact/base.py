@@ -104,7 +104,10 @@ class ContactModel(ABC):
 
 def positive(name: str, value: float, allow_zero: bool = False) -> float:
     """Validate a positive (or non-negative) setting, naming it in the error."""
-    value = float(value)
+    try:
+        value = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{name} = {value!r} must be a number") from exc
     if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ConfigError(f"{name} = {value!r} must be {bound}")

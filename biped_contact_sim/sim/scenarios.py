@@ -54,7 +54,12 @@ class Scenario:
                 raise ConfigError(
                     f"Unknown --set key {key!r} for scenario {self.name!r}. Accepted: "
                     + ", ".join([*sorted(params), "contact.<setting>", "controller.<gain>"]))
-            params[key] = type(self.params[key].default)(value)
+            kind = type(self.params[key].default)
+            try:
+                params[key] = kind(value)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"--set {key}={value!r}: expected a {kind.__name__} "
+                                  f"({self.params[key].help})") from exc
         return params
 
     def terrain(self, params: dict[str, Any]) -> PlaneTerrain:
@@ -76,7 +81,7 @@ def _brick_state(robot, params):
 
 def _standing_state(robot, params):
     q = robot.standing_configuration()
-    q[2] += params.get("height", 0.0)
+    q[1 if robot.config.base == "planar_xz" else 2] += params.get("height", 0.0)
     return q, np.zeros(robot.nv)
 
 
