@@ -70,3 +70,9 @@ def test_unknown_contact_frame_names_frame_and_lists_frames(tmp_path):
 def test_unknown_robot_lists_robots():
     with pytest.raises(ConfigError, match="biped3d"):
         RobotModel.load("nonexistent_robot")
+
+
+@pytest.mark.parametrize(("name", "base"), [("biped3d", "pelvis"), ("planar_biped", "torso"),
+                                            ("ball", "ball"), ("brick", "brick")])
+def test_base_link_is_the_urdf_root_link(name, base):
+    assert RobotModel.load(name).base_link == base

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -207,27 +206,6 @@ def write_timeseries(result: RunResult, path: Path) -> None:
             writer.writerow(timeseries_row(result.robot, sample))
 
 
-def base_link_name(urdf_text: str) -> str:
-    """The URDF's root link: the one link that is no joint's child.
-
-    Args:
-        urdf_text: The URDF XML.
-
-    Returns:
-        The root link's name (the ``child_frame_id`` of ``odom`` and of the world TF).
-
-    Raises:
-        ValueError: The URDF does not have exactly one root link.
-    """
-    root = ET.fromstring(urdf_text)
-    links = [link.get("name") for link in root.findall("link")]
-    children = {child.get("link") for child in root.findall("joint/child")}
-    roots = [name for name in links if name not in children]
-    if len(roots) != 1:
-        raise ValueError(f"URDF must have exactly one root link, found {roots}")
-    return roots[0]
-
-
 def base_motion(model: pin.Model, data: pin.Data, q: np.ndarray,
                 v: np.ndarray) -> tuple[pin.SE3, pin.Motion]:
     """Placement of the root link in the world and its velocity in its own frame.
@@ -264,7 +242,7 @@ def write_trace(result: RunResult, path: Path) -> None:
     """
     robot, terrain = result.robot, result.sim.terrain
     urdf = Path(robot.config.urdf_path).read_text()
-    base_link = base_link_name(urdf)
+    base_link = robot.base_link
     model, data = robot.model, robot.create_data()
     gravity = float(np.linalg.norm(model.gravity.linear))
     force_scale = WEIGHT_ARROW_LENGTH / (robot.mass * gravity)
