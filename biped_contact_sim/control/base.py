@@ -1,0 +1,130 @@
+"""The controller protocol (DESIGN.md layer 5): what a controller measures, what it commands.
+
+A controller depends on the robot model only, never on the simulator, so the same object runs
+in ``biped-sim``, in the controller node against the simulator node, and against a hardware
+driver. Its input is what a robot can measure:
+
+    q, v        pinocchio configuration and velocity (base pose/twist from odometry or a state
+                estimator, joint positions/velocities from the encoders; free-flyer base twist
+                in the base frame, pinocchio's convention, which is also nav_msgs/Odometry's)
+    wrenches    per contact body (foot): (f, τ) in its sole frame about the sole origin, as
+                published on ``contact_wrench/<foot>`` (F/T sensors on hardware)
+
+and its output is the joint torques τ (length ``robot.n_joints``, within the effort limits)
+plus diagnostics. The references come from a ``Behavior`` (``stand``, ``sway``, ``walk``,
+...), which says at every time which feet support the robot and what the tasks track.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from biped_contact_sim.errors import ConfigError
+
+
+@dataclass
+class Measurement:
+    """What the controller reads at time ``t`` (module docstring)."""
+
+    t: float
+    q: np.ndarray  # (nq,)
+    v: np.ndarray  # (nv,)
+    wrenches: dict[str, np.ndarray] = field(default_factory=dict)  # foot -> (6,) [f; τ], sole
+
+
+@dataclass
+class FootTarget:
+    """Position, velocity and acceleration of a sole frame origin (world), yaw kept constant."""
+
+    p: np.ndarray  # (3,)
+    v: np.ndarray  # (3,)
+    a: np.ndarray  # (3,)
+    yaw: float = 0.0
+
+
+@dataclass
+class Reference:
+    """What the tasks track at time t. ``None`` fields mean "no such task now".
+
+    Attributes:
+        stance: names of the contact bodies (feet) in support, in ``robot.contact_bodies`` order.
+        com, com_vel, com_acc: CoM task reference (world) [m, m/s, m/s²].
+        feet: swing-foot targets (feet not in ``stance``).
+        q_joints, v_joints, a_joints: actuated-joint references (posture task for ``wbc``,
+            the tracked trajectory for ``ctc``), length ``robot.n_joints``.
+        internal: internal-force reference in the layout of the grasp model in use (double
+            support, Sentis et al. App. C eq. 82: [tension, 3 tangential CoP moments, 2 normal
+            moments]) [N, N·m].
+        cop: per stance foot, desired CoP in its sole frame (x, y) [m].
+    """
+
+    stance: tuple[str, ...]
+    com: np.ndarray | None = None
+    com_vel: np.ndarray | None = None
+    com_acc: np.ndarray | None = None
+    feet: dict[str, FootTarget] = field(default_factory=dict)
+    q_joints: np.ndarray | None = None
+    v_joints: np.ndarray | None = None
+    a_joints: np.ndarray | None = None
+    internal: np.ndarray | None = None
+    cop: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class Behavior(ABC):
+    """A reference generator: ``reference(t)`` for ``0 ≤ t ≤ duration``.
+
+    Built from the robot and the initial configuration q0 (its feet placements define the
+    footholds). ``duration`` is how long the behaviour needs (a scenario's default length).
+    """
+
+    name: ClassVar[str]
+    duration: float = 5.0
+
+    @abstractmethod
+    def reference(self, t: float) -> Reference:
+        """The task references at time t."""
+
+
+@dataclass
+class ControlOutput:
+    """Joint torques (clamped to the effort limits) and diagnostics (floats or arrays)."""
+
+    tau: np.ndarray
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Controller(ABC):
+    """Base of every controller; subclasses set ``name`` and a frozen ``Settings`` dataclass.
+
+    Args:
+        robot: the ``RobotModel`` (the controller owns its own pinocchio Data).
+        behavior: where the references come from.
+        dt: control period [s] (for integral terms and discrete-time gain bounds).
+        **settings: values for the fields of ``Settings`` (unknown keys are refused).
+    """
+
+    name: ClassVar[str]
+    Settings: ClassVar[type]
+
+    def __init__(self, robot, behavior: Behavior, dt: float, **settings: Any):
+        allowed = {f.name for f in dataclasses.fields(self.Settings)}
+        unknown = sorted(set(settings) - allowed)
+        if unknown:
+            raise ConfigError(f"Unknown setting(s) {', '.join(map(repr, unknown))} for "
+                              f"controller {self.name!r}. Allowed: {', '.join(sorted(allowed))}")
+        self.settings = self.Settings(**settings)
+        self.robot = robot
+        self.behavior = behavior
+        self.dt = float(dt)
+
+    def reset(self) -> None:  # noqa: B027 - stateless controllers need nothing
+        """Forget internal state (integrators, previous contact states)."""
+
+    @abstractmethod
+    def compute(self, meas: Measurement) -> ControlOutput:
+        """Torques for the measurement ``meas`` (references from ``self.behavior``)."""
