@@ -98,6 +98,25 @@ def point_in_polygon(point: np.ndarray, polygon: np.ndarray, tol: float = 1e-9) 
     return bool(np.all(edges[:, 0] * rel[:, 1] - edges[:, 1] * rel[:, 0] >= -tol))
 
 
+def foot_wrenches(robot: RobotModel, data: pin.Data, q: np.ndarray,
+                  step: StepResult) -> dict[str, np.ndarray]:
+    """Per contact body k, the wrench ``[R_kᵀ F_k; R_kᵀ τ_k]`` (6,) in its sole frame about the
+    sole origin, from the step's point forces, at the configuration q the forces acted on.
+
+    This is what F/T sensors under the soles measure, i.e. ``contact_wrench/<foot>`` and the
+    controllers' ``Measurement.wrenches``.
+    """
+    pin.framesForwardKinematics(robot.model, data, q)
+    out = {}
+    for body in robot.contact_bodies:
+        idx = list(body.points)
+        oMs = data.oMf[body.frame_id]
+        force = step.f_world[idx].sum(axis=0)
+        torque = np.cross(step.p[idx] - oMs.translation, step.f_world[idx]).sum(axis=0)
+        out[body.name] = np.concatenate([oMs.rotation.T @ force, oMs.rotation.T @ torque])
+    return out
+
+
 class Observer:
     """Computes ``Observation``s for one robot and terrain (owns its pinocchio Data)."""
 
