@@ -29,9 +29,9 @@ CONTROLLERS: dict[str, str] = {
 }
 
 BEHAVIORS: dict[str, str] = {
-    "stand": "biped_contact_sim.control.references:StandBehavior",
-    "sway": "biped_contact_sim.control.references:SwayBehavior",
-    "walk": "biped_contact_sim.control.references:WalkBehavior",
+    "stand": "biped_contact_sim.control.standing:StandBehavior",
+    "sway": "biped_contact_sim.control.standing:SwayBehavior",
+    "walk": "biped_contact_sim.control.walking:WalkBehavior",
     "planar_walk": "biped_contact_sim.control.planar_gait:PlanarWalkBehavior",
 }
 
