@@ -57,6 +57,29 @@ def test_point_jacobians_and_drifts_match_finite_differences(biped, seed):
     assert np.allclose(terms.gamma, (Jv[0] - Jv[1]) / (2 * eps), atol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["biped3d", "planar_biped"])
+def test_point_terms_equal_pinocchio_point_frames(name):
+    """The per-body rigid transport equals pinocchio's own Jacobian and classical acceleration
+    of every point frame."""
+    robot = RobotModel.load(name)
+    rng = np.random.default_rng(7)
+    q = robot.standing_configuration()
+    q[robot.q_idx] += rng.uniform(-0.5, 0.5, robot.n_joints)
+    v = rng.standard_normal(robot.nv)
+    terms = robot.terms(robot.create_data(), q, v)
+    data = robot.create_data()
+    lwa = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+    pin.computeJointJacobians(robot.model, data, q)
+    pin.forwardKinematics(robot.model, data, q, v, np.zeros(robot.nv))
+    pin.updateFramePlacements(robot.model, data)
+    for i, f in enumerate(robot.point_frame_ids):
+        assert np.allclose(terms.p[i], data.oMf[f].translation, atol=1e-12)
+        assert np.allclose(terms.J[3 * i:3 * i + 3],
+                           pin.getFrameJacobian(robot.model, data, f, lwa)[:3], atol=1e-12)
+        acc = pin.getFrameClassicalAcceleration(robot.model, data, f, lwa).linear
+        assert np.allclose(terms.gamma[3 * i:3 * i + 3], acc, atol=1e-10)
+
+
 def test_unknown_contact_frame_names_frame_and_lists_frames(tmp_path):
     config = load_robot_config("brick")
     bad = type(config)(config.name, config.urdf_path, config.base,

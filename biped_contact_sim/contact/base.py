@@ -25,6 +25,8 @@ import numpy as np
 
 from biped_contact_sim.errors import ConfigError
 
+_XYZ = np.arange(3)
+
 
 @dataclass
 class ContactState:
@@ -40,19 +42,30 @@ class ContactState:
     p_tangent: np.ndarray  # (m, 2) tangential coordinates of the points on their surface
     mu: np.ndarray  # (m,) friction coefficients
 
+    _a_free: np.ndarray | None = field(default=None, repr=False)
+
     @property
     def n_points(self) -> int:
         return len(self.phi)
+
+    @property
+    def a_free(self) -> np.ndarray:
+        """``M⁻¹(Sᵀτ − h)``, the acceleration without contact forces (computed once)."""
+        if self._a_free is None:
+            self._a_free = self.Minv @ self.tau_free
+        return self._a_free
 
     def delassus(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``G = J_c M⁻¹ J_cᵀ`` and ``b = J_c M⁻¹(Sᵀτ − h) + γ_c`` over points ``idx``.
 
         Rows are ordered (t₁, t₂, n) per point, so ``p̈_c = G f + b`` (METHODS §1).
         """
-        rows = (3 * idx[:, None] + np.arange(3)).ravel()
-        Jc = self.Jc[rows]
-        MinvJt = self.Minv @ Jc.T
-        return Jc @ MinvJt, Jc @ (self.Minv @ self.tau_free) + self.gamma_c[rows]
+        if len(idx) == self.n_points:  # all points: no copies
+            Jc, gamma = self.Jc, self.gamma_c
+        else:
+            rows = (3 * idx[:, None] + _XYZ).ravel()
+            Jc, gamma = self.Jc[rows], self.gamma_c[rows]
+        return Jc @ (self.Minv @ Jc.T), Jc @ self.a_free + gamma
 
 
 @dataclass

@@ -91,6 +91,9 @@ class Simulator:
         contact.check(self.settings.dt, self.settings.integrator)
         self.data = robot.create_data()
         self._R = self.terrain.R
+        self._flat = self.terrain.flat
+        self._origin = np.array([0.0, 0.0, self.terrain.height])
+        self._limit = robot.effort_limit
         self._mu = np.full(robot.n_points, self.terrain.mu)
         self.reset(pin.neutral(robot.model))
 
@@ -119,18 +122,22 @@ class Simulator:
         if tau.shape != (n,):
             raise InputError(f"torque command has shape {tau.shape}; expected ({n},) for joints "
                              + ", ".join(self.robot.actuated_joint_names))
-        if not np.all(np.isfinite(tau)):
+        if not np.isfinite(tau).all():
             raise InputError("torque command contains NaN or Inf")
-        return np.clip(tau, -self.robot.effort_limit, self.robot.effort_limit)
+        return np.minimum(np.maximum(tau, -self._limit), self._limit)
 
     def contact_state(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray):
         """Robot terms at (q, v) and the contact model's view of them (contact frames)."""
         robot = self.robot
         terms = robot.terms(self.data, q, v)
-        m, R = robot.n_points, self._R
-        local = self.terrain.to_contact(terms.p)
-        Jc = np.einsum("ji,mjn->min", R, terms.J.reshape(m, 3, -1)).reshape(3 * m, -1)
-        gamma_c = (terms.gamma.reshape(m, 3) @ R).ravel()
+        m = robot.n_points
+        local = terms.p - self._origin
+        if self._flat:  # contact frame = world frame: no rotation to apply
+            Jc, gamma_c = terms.J, terms.gamma
+        else:
+            local = local @ self._R
+            Jc = np.einsum("ji,mjn->min", self._R, terms.J.reshape(m, 3, -1)).reshape(3 * m, -1)
+            gamma_c = (terms.gamma.reshape(m, 3) @ self._R).ravel()
         tau_free = -terms.h
         tau_free[robot.v_idx] += tau
         state = ContactState(self.dt, local[:, 2], (Jc @ v).reshape(m, 3), Jc, gamma_c,
@@ -140,7 +147,7 @@ class Simulator:
     def _acceleration(self, q, v, tau, commit):
         terms, state = self.contact_state(q, v, tau)
         res = self.contact.compute(state, commit=commit)
-        a = terms.Minv @ (state.tau_free + state.Jc.T @ res.f.ravel())
+        a = state.a_free + terms.Minv @ (state.Jc.T @ res.f.ravel())
         return a, terms, state, res
 
     def step(self, tau) -> StepResult:
@@ -168,7 +175,7 @@ class Simulator:
             q_new = pin.integrate(model, q, dt / 6.0 * (v + 2 * v2 + 2 * v3 + v4))
             f = (res.f + 2 * r2.f + 2 * r3.f + r4.f) / 6.0
         t_new = self.t + dt
-        if not (np.all(np.isfinite(q_new)) and np.all(np.isfinite(v_new))):
+        if not (np.isfinite(q_new).all() and np.isfinite(v_new).all()):
             raise DivergenceError(DIVERGED.format(t=t_new, what="state is NaN or Inf"))
         speed = np.abs(v_new).max()
         if speed > self.settings.max_speed:
