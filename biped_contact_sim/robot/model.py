@@ -3,7 +3,7 @@
 METHODS.md §1. The pinocchio ``Model`` is built once and never mutated afterwards; every user
 (simulator, controller) owns its own ``Data`` (``RobotModel.create_data``). Per-step terms:
 
-    M(q)        joint-space inertia                    pin.crba (upper triangle symmetrised)
+    M(q)        joint-space inertia                    pin.crba (upper triangle; ``M`` symmetrises)
     h(q, v)     Coriolis + centrifugal + gravity       pin.nonLinearEffects
     M⁻¹         from pinocchio's sparse Cholesky       pin.cholesky.decompose / computeMinv
     p_i(q)      world position of contact point i      operational frames at the points
@@ -25,6 +25,11 @@ from biped_contact_sim.errors import UNKNOWN_FRAME, ConfigError
 from biped_contact_sim.robot.config import RobotConfig, load_robot_config
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+def _skew(w: np.ndarray) -> np.ndarray:
+    """``[w]×``, the matrix with ``[w]× r = w × r``."""
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
 
 
 def _root_joint(base: str):
@@ -55,12 +60,17 @@ class ContactBody:
 class RobotTerms:
     """Per-step terms at (q, v), all in the world frame (METHODS §1)."""
 
-    M: np.ndarray  # (nv, nv)
+    M_upper: np.ndarray  # (nv, nv) upper triangle of M, as crba fills it (see ``M``)
     Minv: np.ndarray  # (nv, nv)
     h: np.ndarray  # (nv,)
     p: np.ndarray  # (m, 3) contact point positions
     J: np.ndarray  # (3m, nv) stacked point Jacobians
     gamma: np.ndarray  # (3m,) stacked drifts J̇ v
+
+    @property
+    def M(self) -> np.ndarray:
+        """The symmetric M (built on demand: the simulator itself only needs M⁻¹)."""
+        return np.triu(self.M_upper) + np.triu(self.M_upper, 1).T
 
 
 class RobotModel:
@@ -126,7 +136,6 @@ class RobotModel:
             bodies.append(ContactBody(body.name, body.frame, parent_frame,
                                       tuple(range(first, len(frame_ids))), body.offsets.copy()))
         self.model = model  # complete from here on: never mutated again
-        self._lower = np.tril_indices(model.nv, -1)
         self._zero_v = np.zeros(model.nv)
         # The root link: the body frame carried by the root (base) joint.
         self.base_link = next(f.name for f in model.frames
@@ -221,8 +230,7 @@ class RobotModel:
         finite differences), at a quarter of the binding calls for four-vertex soles.
         """
         model = self.model
-        M = pin.crba(model, data, q).copy()  # crba fills the upper triangle only
-        M[self._lower] = M.T[self._lower]  # cached index: np.triu costs ~14 µs per call here
+        M_upper = pin.crba(model, data, q).copy()  # crba fills the upper triangle only
         pin.cholesky.decompose(model, data)  # uses data.M from crba
         Minv = pin.cholesky.computeMinv(model, data)
         h = pin.nonLinearEffects(model, data, q, v)
@@ -247,6 +255,7 @@ class RobotModel:
             J[sl, 0] = Jk[0] - (r[:, 1, None] * Ja[2] - r[:, 2, None] * Ja[1])
             J[sl, 1] = Jk[1] - (r[:, 2, None] * Ja[0] - r[:, 0, None] * Ja[2])
             J[sl, 2] = Jk[2] - (r[:, 0, None] * Ja[1] - r[:, 1, None] * Ja[0])
-            wxr = np.cross(w, r)
-            gamma[sl] = acc.linear + np.cross(acc.angular, r) + np.cross(w, wxr)
-        return RobotTerms(M, Minv, h, p, J.reshape(3 * m, model.nv), gamma.ravel())
+            # α × r + ω × (ω × r) = ([α]× + [ω]×²) r; np.cross costs ~20 µs per call here
+            W = _skew(w)
+            gamma[sl] = acc.linear + r @ (_skew(acc.angular) + W @ W).T
+        return RobotTerms(M_upper, Minv, h, p, J.reshape(3 * m, model.nv), gamma.ravel())
