@@ -15,7 +15,7 @@ def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ConfigError, match=r"Unknown contact_model: 'foobar'\. Valid names: "
                        r"penalty_fl, spring_damper"):
         make_contact_model("foobar")
-    with pytest.raises(ConfigError, match="ball, drop, ramp, stand"):
+    with pytest.raises(ConfigError, match="ball, drop, planar_walk, plate, push, ramp, stand, sway, walk"):
         get_scenario("walk_on_moon")
     with pytest.raises(ConfigError, match="semi_implicit_euler, rk4"):
         SimSettings(integrator="verlet")

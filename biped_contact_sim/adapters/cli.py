@@ -2,8 +2,8 @@
 
     biped-sim run SCENARIO [--contact-model NAME] [--controller NAME] [--duration S] [--dt S]
                            [--integrator NAME] [--out DIR] [--set key=value ...] [--no-plots]
-    biped-sim compare SCENARIO --out DIR [--duration S] [--set key=value ...]
-    biped-sim bench [--out DIR] [--steps N] [--scenario NAME]
+    biped-sim compare [SCENARIO ...] --out DIR [--duration S] [--set key=value ...]
+    biped-sim bench [--out DIR] [--steps N] [--scenario NAME] [--scaling]
     biped-sim list
 
 Exit codes: 0 success; 1 a run diverged (its outputs are still written, ``summary.json`` says
@@ -21,16 +21,20 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import csv
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
+from biped_contact_sim import control as control_layer
 from biped_contact_sim.adapters import plots, recorder
 from biped_contact_sim.adapters.runner import (
     CONTROLLERS,
     DEFAULT_CONTACT_MODEL,
     RunResult,
+    build,
     run,
     split_sets,
 )
@@ -46,10 +50,18 @@ EXIT_CONFIG = 2
 BENCH_SCENARIO = "stand"
 BENCH_STEPS = 2000
 BENCH_WARMUP_STEPS = 50
+COMPARE_SCENARIOS = ("ball", "ramp", "drop", "stand")
 COMPARISON_COLUMNS = (
-    "contact_model", "steps", "mean_step_us", "max_penetration_m", "max_cone_violation_N",
-    "min_normal_force_N", "final_energy_J", "fell", "zmp_in_support_fraction", "error",
+    "scenario", "contact_model", "steps", "mean_step_us", "max_penetration_m",
+    "max_cone_violation_N", "max_signorini_W", "max_dissipation_gap_W", "min_normal_force_N",
+    "energy_change_J", "rebound_ratio", "solver_failures", "fell", "zmp_in_support_fraction",
+    "error",
 )
+SCALING_MODELS = ("gauss_seidel", "time_stepping")
+SCALING_GRIDS = (2, 3, 4, 5, 6, 7, 8)  # m = 4 ... 64 contact points
+SCALING_STEPS = 300
+#: solver statistics that count failures (contact models report them per step, 0 or more)
+FAILURE_STATS = ("solver_failures", "ray_terminations")
 
 
 def parse_value(text: str) -> Any:
@@ -133,24 +145,34 @@ def build_parser() -> argparse.ArgumentParser:
     add_sets(p_run)
     p_run.add_argument("--no-plots", action="store_true", help="skip plots/*.png")
 
-    p_cmp = sub.add_parser("compare", help="run every contact model on one scenario",
-                           description="Run every contact model on one scenario; write "
-                                       "comparison.md, comparison.csv and side-by-side plots.")
-    p_cmp.add_argument("scenario", metavar="SCENARIO", help="scenario name (see 'list')")
+    p_cmp = sub.add_parser("compare", help="run every contact model on scenarios",
+                           description="Run every contact model on each scenario (default: "
+                                       + ", ".join(COMPARE_SCENARIOS) + "); write one "
+                                       "comparison.md, comparison.csv and side-by-side plots "
+                                       "per scenario.")
+    p_cmp.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                       help="scenario names (see 'list'); default "
+                            + " ".join(COMPARE_SCENARIOS))
     p_cmp.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     p_cmp.add_argument("--duration", type=float, metavar="S",
-                       help="simulated time [s] (default: the scenario's)")
+                       help="simulated time [s] (default: each scenario's)")
     add_sets(p_cmp)
 
     p_bench = sub.add_parser("bench", help="per-step cost of every contact model",
                              description="Time sim.step for every contact model and write "
-                                         "bench.json.")
+                                         "bench.json; with --scaling, time per step against "
+                                         "the number of contact points.")
     p_bench.add_argument("--out", type=Path, default=Path("runs/bench"), metavar="DIR",
                          help="output folder (default runs/bench)")
     p_bench.add_argument("--steps", type=int, default=BENCH_STEPS, metavar="N",
-                         help=f"timed steps per model (default {BENCH_STEPS})")
+                         help=f"timed steps per model (default {BENCH_STEPS}; "
+                              f"{SCALING_STEPS} with --scaling)")
     p_bench.add_argument("--scenario", default=BENCH_SCENARIO, metavar="NAME",
                          help=f"scenario (default {BENCH_SCENARIO})")
+    p_bench.add_argument("--scaling", action="store_true",
+                         help="contact scaling study (Chardonnet Fig. 5): a box on m = 4..64 "
+                              "points, " + " and ".join(SCALING_MODELS)
+                              + "; writes scaling.json and scaling.png")
 
     sub.add_parser("list", help="scenarios, contact models, controllers and --set keys")
     return parser
@@ -197,29 +219,31 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """``biped-sim compare``: every contact model on one scenario, one table, side-by-side plots.
+    """``biped-sim compare``: every contact model on each scenario, one table, plots.
 
     A model that refuses its settings (ConfigError) gets a row saying so; a wrong scenario name
-    or scenario key is refused before anything runs.
+    or scenario key is refused before anything runs. Writes ``comparison.md``/``.csv`` (all
+    scenarios) and ``<scenario>/compare_*.png``.
     """
     sets = parse_sets(args.sets)
-    get_scenario(args.scenario).resolve(split_sets(sets)[0])
-    results: dict[str, RunResult] = {}
-    rows = []
-    for model in CONTACT_MODELS:
-        try:
-            result = run(args.scenario, model, duration=args.duration, sets=sets, progress=True)
-        except ConfigError as exc:
-            rows.append({"contact_model": model, "error": f"refused: {exc}"})
-            continue
-        results[model] = result
-        summary = result.summary()
-        rows.append({
-            **{key: summary[key] for key in COMPARISON_COLUMNS if key in summary},
-            "final_energy_J": result.samples[-1].obs.energy if result.samples else None,
-        })
+    scenarios = args.scenarios or list(COMPARE_SCENARIOS)
+    for name in scenarios:
+        get_scenario(name).resolve(split_sets(sets)[0])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    rows, written = [], []
+    for name in scenarios:
+        results: dict[str, RunResult] = {}
+        for model in CONTACT_MODELS:
+            try:
+                result = run(name, model, duration=args.duration, sets=sets, progress=True)
+            except ConfigError as exc:
+                rows.append({"scenario": name, "contact_model": model,
+                             "error": f"refused: {exc}"})
+                continue
+            results[model] = result
+            rows.append(comparison_row(result))
+        written += plots.compare_plots(results, out / name)
     with open(out / "comparison.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, COMPARISON_COLUMNS)
         writer.writeheader()
@@ -227,21 +251,56 @@ def cmd_compare(args: argparse.Namespace) -> int:
             writer.writerow({key: _csv_cell(row.get(key)) for key in COMPARISON_COLUMNS})
     table = _markdown_table(rows)
     settings = ", ".join(f"`{pair}`" for pair in args.sets) or "none"
-    duration = "the scenario's" if args.duration is None else f"{args.duration:g} s"
-    title = (f"# {args.scenario}: contact models compared\n\n"
-             f"Duration: {duration}; --set: {settings}.\n\n")
+    duration = "each scenario's" if args.duration is None else f"{args.duration:g} s"
+    title = (f"# Contact models compared: {', '.join(scenarios)}\n\n"
+             f"Duration: {duration}; --set: {settings}. Residuals are per-step maxima over "
+             "the active points (runner.fidelity_residuals).\n\n")
     (out / "comparison.md").write_text(title + table)
-    written = plots.compare_plots(results, out)
     print(table, end="")
-    print(f"results in {out}/: comparison.md, comparison.csv, "
-          + ", ".join(p.name for p in written))
+    print(f"results in {out}/: comparison.md, comparison.csv, {len(written)} figures")
     return EXIT_OK
+
+
+def comparison_row(result: RunResult) -> dict[str, Any]:
+    """One row of the comparison table (COMPARISON_COLUMNS) from a run."""
+    summary = result.summary()
+    fid = summary["fidelity"]
+    energies = [s.obs.energy for s in result.samples]
+    failures = sum(sum(result.stats.get(k, [])) for k in FAILURE_STATS)
+    return {
+        **{key: summary[key] for key in COMPARISON_COLUMNS if key in summary},
+        "max_signorini_W": fid.get("max_signorini_W"),
+        "max_dissipation_gap_W": fid.get("max_dissipation_gap_W"),
+        "energy_change_J": energies[-1] - energies[0] if energies else None,
+        "rebound_ratio": rebound_ratio(result),
+        "solver_failures": failures,
+    }
+
+
+def rebound_ratio(result: RunResult) -> float | None:
+    """Ball only: upward speed after the first impact over the downward speed before it.
+
+    The first impact is the first step with a contact force; v⁻ is the vertical velocity at its
+    start, v⁺ the largest vertical velocity within the next 50 ms.
+    """
+    if result.scenario.name != "ball":
+        return None
+    steps = [s.step for s in result.samples]
+    hit = next((k for k, st in enumerate(steps) if st.active.any() and st.f_contact[:, 2].any()),
+               None)
+    if hit is None or hit == 0:
+        return None
+    v_before = steps[hit - 1].v[2]
+    window = [st.v[2] for st in steps[hit:] if st.t <= steps[hit].t + 0.05]
+    return float(max(window) / -v_before) if v_before < 0 else None
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """``biped-sim bench``: mean wall time of ``sim.step`` per contact model."""
     if args.steps < 1:
         raise ConfigError(f"--steps = {args.steps} must be >= 1")
+    if args.scaling:
+        return cmd_scaling(args)
     dt = get_scenario(args.scenario).dt
     results = []
     print(f"{args.scenario}, dt = {dt:g} s, {args.steps} steps per model")
@@ -269,12 +328,63 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_scaling(args: argparse.Namespace) -> int:
+    """``biped-sim bench --scaling``: µs per step against the number m of contact points.
+
+    A box resting on grid × grid points (scenario ``plate``), for the constraint models of
+    SCALING_MODELS; the system size is what the model reports (``system_size`` statistic:
+    3m for Gauss–Seidel's Delassus system, m(2+d) for the time-stepping LCP, Chardonnet's
+    57-versus-378 argument). Fits t ∝ m^k by least squares on log t = k log m + c.
+    """
+    steps = args.steps if args.steps != BENCH_STEPS else SCALING_STEPS
+    models = [m for m in SCALING_MODELS if m in CONTACT_MODELS]
+    if not models:
+        raise ConfigError("bench --scaling needs the contact models "
+                          + ", ".join(SCALING_MODELS)
+                          + f"; registered: {', '.join(CONTACT_MODELS)}")
+    rows, fits = [], {}
+    print(f"plate, {steps} steps per (model, m)")
+    for model in models:
+        for grid in SCALING_GRIDS:
+            sets = {"grid": grid}
+            scenario, _, robot, sim, *_ = build("plate", model, sets=sets)
+            tau = np.zeros(robot.n_joints)
+            for _ in range(BENCH_WARMUP_STEPS):  # settle: all points in contact
+                step = sim.step(tau)
+            sizes = []
+            start = time.perf_counter()
+            for _ in range(steps):
+                step = sim.step(tau)
+                sizes.append(step.stats.get("system_size", float("nan")))
+            us = 1e6 * (time.perf_counter() - start) / steps
+            m = robot.n_points
+            row = {"contact_model": model, "m": m, "mean_step_us": us,
+                   "system_size": float(np.nanmax(sizes)) if np.isfinite(sizes).any() else None,
+                   "active_points": int(step.active.sum())}
+            rows.append(row)
+            print(f"  {model:16s} m = {m:3d}  {us:9.1f} µs/step  system size "
+                  f"{_fmt(row['system_size'])}  active {row['active_points']}")
+        ms = np.array([r["m"] for r in rows if r["contact_model"] == model], float)
+        ts = np.array([r["mean_step_us"] for r in rows if r["contact_model"] == model])
+        fits[model] = float(np.polyfit(np.log(ms), np.log(ts), 1)[0])
+        print(f"  {model}: time per step ∝ m^{fits[model]:.2f}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    recorder.write_summary({"results": rows, "exponents": fits}, out / "scaling.json")
+    figure = plots.scaling_plot(rows, fits, out)
+    print(f"results in {out}/: scaling.json, {figure.name}")
+    return EXIT_OK
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     """``biped-sim list``: scenarios, contact models, controllers and the ``--set`` keys."""
     print("Scenarios:")
     for name, scenario in SCENARIOS.items():
-        print(f"  {name}  (robot {scenario.robot}, {scenario.duration:g} s, "
-              f"dt {scenario.dt:g} s, controller {scenario.controller})")
+        duration = "the behaviour's duration" if scenario.duration is None \
+            else f"{scenario.duration:g} s"
+        behavior = f", behaviour {scenario.behavior}" if scenario.behavior else ""
+        print(f"  {name}  (robot {scenario.robot}, {duration}, dt {scenario.dt:g} s, "
+              f"controller {scenario.controller}{behavior})")
         print(f"      {scenario.description}")
     print("\nContact models (--contact-model; settings with --set contact.<setting>=value):")
     for name in CONTACT_MODELS:
@@ -284,6 +394,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"      contact.{key} = {value!r}")
     print("\nControllers (--controller; gains with --set controller.<gain>=value):")
     for name in CONTROLLERS:
+        print(f"  {name}")
+        if name in control_layer.CONTROLLERS:
+            for key, value in _settings_or_error(control_layer.controller_settings_help, name):
+                print(f"      controller.{key} = {value!r}")
+    print("\nBehaviours of ctc/wbc (per scenario; --set behavior.<param>=value):")
+    for name in control_layer.BEHAVIORS:
         print(f"  {name}")
     print(f"\nIntegrators (--integrator): {', '.join(INTEGRATORS)}")
     print("\n--set keys per scenario:")
@@ -295,6 +411,14 @@ def cmd_list(args: argparse.Namespace) -> int:
             values = ", ".join(f"contact.{k}={v!r}" for k, v in settings.items())
             print(f"      ({model} defaults here: {values})")
     return EXIT_OK
+
+
+def _settings_or_error(helper, name: str) -> list[tuple[str, Any]]:
+    """``helper(name).items()``, or one line saying why the module cannot be imported."""
+    try:
+        return list(helper(name).items())
+    except ImportError as exc:
+        return [("<unavailable>", str(exc))]
 
 
 def _fmt(value: Any) -> str:

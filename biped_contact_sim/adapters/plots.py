@@ -27,7 +27,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from biped_contact_sim.adapters.recorder import base_motion
-from biped_contact_sim.adapters.runner import RunResult, run
+from biped_contact_sim.adapters.runner import RunResult, fidelity_residuals, run
 
 PLOTS_DIR = "plots"
 DPI = 120
@@ -38,6 +38,13 @@ BALL_DT = 2e-4
 RAMP_CASES = (("sticking", 0.5), ("sliding", 0.2))  # (label, μ) against tan 20° = 0.364
 STAND_EPSILONS = (0.0, 1e-6)  # ε of Rengifo et al. Fig. 13 and 14 [m]
 ZMP_MIN_SPAN = 0.02  # smallest y range of the ZMP-against-time panels [m]
+
+
+RESIDUAL_FLOOR = 1e-12
+RESIDUAL_PANELS = (("penetration_m", 1e3, "penetration [mm]"),
+                   ("cone_violation_N", 1.0, "cone violation [N]"),
+                   ("signorini_W", 1.0, "Signorini |f_n v_n⁺| [W]"),
+                   ("dissipation_gap_W", 1.0, "max-dissipation gap [W]"))
 
 
 def make_plots(result: RunResult, out_dir: Path, extra_runs: bool = True) -> list[Path]:
@@ -121,9 +128,49 @@ def compare_plots(results: dict[str, RunResult], out_dir: Path) -> list[Path]:
            title=f"{next(iter(results.values())).scenario.name}: energy")
     ax.legend(fontsize="small")
 
+    residual_fig = Figure(figsize=(11.0, 7.0), layout="constrained")
+    axes = residual_fig.subplots(2, 2, sharex=True).ravel()
+    for name, r in results.items():
+        mu = r.sim.terrain.mu
+        res = [fidelity_residuals(smp.step, mu) for smp in r.samples]
+        for ax, (key, scale, label) in zip(axes, RESIDUAL_PANELS, strict=True):
+            # log axes: zero (exact) residuals are drawn at the floor instead of vanishing
+            values = np.maximum([scale * x[key] for x in res], RESIDUAL_FLOOR)
+            ax.semilogy(_time(r), values, lw=0.8, label=_model_title(name, r))
+            ax.set(ylabel=label)
+    for ax in axes[2:]:
+        ax.set_xlabel("t [s]")
+    axes[0].legend(fontsize="x-small")
+    residual_fig.suptitle(f"{next(iter(results.values())).scenario.name}: physical-fidelity "
+                          f"residuals per step (floor {RESIDUAL_FLOOR:g} = exact)")
+
     return [_save(gaps_fig, out_dir / "compare_gaps.png"),
             _save(force_fig, out_dir / "compare_normal_force.png"),
-            _save(energy_fig, out_dir / "compare_energy.png")]
+            _save(energy_fig, out_dir / "compare_energy.png"),
+            _save(residual_fig, out_dir / "compare_residuals.png")]
+
+
+def scaling_plot(rows: list[dict[str, Any]], exponents: dict[str, float],
+                 out_dir: Path) -> Path:
+    """Time per step against the number of contact points m, log-log, with the fitted
+    exponents and the system sizes (Chardonnet et al. Fig. 5 and its 57-versus-378 argument).
+    """
+    fig = Figure(figsize=(11.0, 4.5), layout="constrained")
+    ax_t, ax_n = fig.subplots(1, 2)
+    for model, k in exponents.items():
+        mine = [r for r in rows if r["contact_model"] == model]
+        m = np.array([r["m"] for r in mine], float)
+        ax_t.loglog(m, [r["mean_step_us"] for r in mine], "o-", label=f"{model} (∝ m^{k:.2f})")
+        ax_n.plot(m, [r["system_size"] or np.nan for r in mine], "o-", label=model)
+    ax_t.set(xlabel="contact points m", ylabel="µs per step", title="cost per step")
+    ax_n.set(xlabel="contact points m", ylabel="unknowns of the contact problem",
+             title="system size (3m versus m(2+d))")
+    for ax in (ax_t, ax_n):
+        ax.grid(True, which="both", lw=0.3)
+        ax.legend(fontsize="small")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return _save(fig, out_dir / "scaling.png")
 
 
 # ------------------------------------------------------------------------------- helpers

@@ -23,16 +23,20 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
+from biped_contact_sim import control as control_layer
 from biped_contact_sim.contact import make_contact_model
 from biped_contact_sim.contact.base import positive
+from biped_contact_sim.control import Controller, Measurement
 from biped_contact_sim.errors import BipedSimError, ConfigError, unknown_name
 from biped_contact_sim.robot import RobotModel
-from biped_contact_sim.sim.observables import Observation, Observer
-from biped_contact_sim.sim.scenarios import Scenario, get_scenario
+from biped_contact_sim.sim.observables import Observation, Observer, foot_wrenches
+from biped_contact_sim.sim.scenarios import SCENARIOS, Scenario, get_scenario
 from biped_contact_sim.sim.simulator import SimSettings, Simulator, StepResult
 
-CONTROLLERS = ("none", "joint_pd")
+#: runner-only controllers, then the control layer's (``ctc``, ``wbc``)
+CONTROLLERS = ("none", "joint_pd", *control_layer.CONTROLLERS)
 DEFAULT_CONTACT_MODEL = "penalty_fl"
+DEFAULT_DURATION = 5.0  # [s] a scenario without its own duration, run without a behaviour
 FALL_HEIGHT_RATIO = 0.5  # a biped whose base drops below half its initial height has fallen
 
 
@@ -84,12 +88,36 @@ class JointPD:
                 - self.kd * v[self.robot.v_idx])
 
 
+class ClosedLoop:
+    """Runs a control-layer ``Controller`` in the loop, from what a robot measures.
+
+    The measurement at time t is the state (q, v) and the sole wrenches of the previous step
+    (what F/T sensors under the soles report; empty before the first step).
+    """
+
+    def __init__(self, controller: Controller, robot: RobotModel):
+        self.controller = controller
+        self.robot = robot
+        self.data = robot.create_data()
+        self.wrenches: dict[str, np.ndarray] = {}
+        self.info: dict[str, Any] = {}
+
+    def __call__(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        out = self.controller.compute(Measurement(t, q, v, self.wrenches))
+        self.info = out.info
+        return out.tau
+
+    def observe(self, q_prev: np.ndarray, step: StepResult) -> None:
+        self.wrenches = foot_wrenches(self.robot, self.data, q_prev, step)
+
+
 @dataclass
 class Sample:
-    """A recorded step: the step itself, its observables and the state before it."""
+    """A recorded step: the step itself, its observables and the controller's diagnostics."""
 
     step: StepResult
     obs: Observation
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -106,6 +134,7 @@ class RunResult:
     samples: list[Sample] = field(default_factory=list)
     steps: int = 0
     step_time_s: float = 0.0
+    control_time_s: float = 0.0
     wall_time_s: float = 0.0
     duration: float = 0.0
     max_penetration: float = 0.0
@@ -115,6 +144,10 @@ class RunResult:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     stats: dict[str, list[float]] = field(default_factory=dict)
+    residuals: dict[str, float] = field(default_factory=dict)  # per-step maxima (fidelity)
+    residual_sums: dict[str, float] = field(default_factory=dict)
+    behavior: Any = None
+    metrics: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The ``summary.json`` content (DESIGN.md "Command line")."""
@@ -138,28 +171,38 @@ class RunResult:
             "wall_time_s": self.wall_time_s,
             "real_time_factor": sim_time / self.wall_time_s if self.wall_time_s > 0 else None,
             "mean_step_us": 1e6 * self.step_time_s / self.steps if self.steps else None,
+            "mean_control_us": 1e6 * self.control_time_s / self.steps if self.steps else None,
             "max_penetration_m": self.max_penetration,
             "max_cone_violation_N": self.max_cone_violation,
             "min_normal_force_N": self.min_normal_force,
             "fell": self.fell if self.scenario.biped else None,
             "zmp_in_support_fraction": float(np.mean(in_support)) if in_support else None,
+            "fidelity": {
+                **{f"max_{k}": v for k, v in self.residuals.items()},
+                **{f"mean_{k}": v / self.steps for k, v in self.residual_sums.items()
+                   if self.steps},
+            },
             "solver_stats": solver,
+            "behavior": getattr(self.behavior, "name", None),
+            "metrics": self.metrics,
             "error": self.error,
             "warnings": self.warnings,
         }
 
 
-def split_sets(sets: dict[str, Any] | None) -> tuple[dict, dict, dict]:
-    """Split ``--set`` pairs into scenario, ``contact.*`` and ``controller.*`` dictionaries."""
-    scenario, contact, controller = {}, {}, {}
+def split_sets(sets: dict[str, Any] | None) -> tuple[dict, dict, dict, dict]:
+    """Split ``--set`` pairs into scenario, ``contact.*``, ``controller.*`` and ``behavior.*``
+    dictionaries."""
+    scenario, contact, controller, behavior = {}, {}, {}, {}
     for key, value in (sets or {}).items():
-        if key.startswith("contact."):
-            contact[key[len("contact."):]] = value
-        elif key.startswith("controller."):
-            controller[key[len("controller."):]] = value
+        for prefix, target in (("contact.", contact), ("controller.", controller),
+                               ("behavior.", behavior)):
+            if key.startswith(prefix):
+                target[key[len(prefix):]] = value
+                break
         else:
             scenario[key] = value
-    return scenario, contact, controller
+    return scenario, contact, controller, behavior
 
 
 def build(scenario_name: str, contact_model: str | None = None, controller: str | None = None,
@@ -169,26 +212,32 @@ def build(scenario_name: str, contact_model: str | None = None, controller: str 
 
     Returns:
         (scenario, params, robot, simulator, controller name, control function or None,
-        contact settings, q0, v0).
+        contact settings, q0, v0). The control function is a ``JointPD`` or a ``ClosedLoop``
+        (whose ``controller.behavior`` is the scenario's behaviour).
 
     Raises:
         ConfigError: unknown scenario/model/controller/key, or settings a model refuses.
     """
     scenario = get_scenario(scenario_name)
-    scen_sets, contact_sets, ctrl_sets = split_sets(sets)
+    scen_sets, contact_sets, ctrl_sets, behavior_sets = split_sets(sets)
     params = scenario.resolve(scen_sets)
     model_name = contact_model or DEFAULT_CONTACT_MODEL
     settings = dict(scenario.contact_defaults.get(model_name, {}))
     settings.update(contact_sets)
     contact = make_contact_model(model_name, **settings)
-    robot = RobotModel.load(scenario.robot, params.get("mass_scale", 1.0))
+    robot = scenario.make_robot(params)
     sim = Simulator(robot, contact, scenario.terrain(params),
                     SimSettings(dt=scenario.dt if dt is None else dt, integrator=integrator))
+    for external in scenario.external_forces(params):
+        sim.add_external_force(external)
     q0, v0 = scenario.initial_state(robot, params)
     sim.reset(q0, v0)
     ctrl_name = controller or scenario.controller
     if ctrl_name not in CONTROLLERS:
         raise unknown_name("controller", ctrl_name, CONTROLLERS)
+    if behavior_sets and ctrl_name not in control_layer.CONTROLLERS:
+        raise ConfigError(f"behavior.* settings need a controller of "
+                          f"{', '.join(control_layer.CONTROLLERS)}; got {ctrl_name!r}")
     control = None
     if ctrl_name == "joint_pd":
         try:
@@ -199,6 +248,15 @@ def build(scenario_name: str, contact_model: str | None = None, controller: str 
                                           for f in dataclasses.fields(JointPDSettings))) from exc
         q_ref = robot.standing_configuration() if robot.config.standing else q0
         control = JointPD(robot, q_ref, pd_settings, sim.dt)
+    elif ctrl_name in control_layer.CONTROLLERS:
+        if scenario.behavior is None:
+            with_behavior = [n for n, sc in SCENARIOS.items() if sc.behavior]
+            raise ConfigError(f"Scenario {scenario.name!r} has no behaviour for controller "
+                              f"{ctrl_name!r}; use joint_pd, or one of the scenarios "
+                              f"{', '.join(with_behavior)}")
+        behavior = control_layer.make_behavior(scenario.behavior, robot, q0, **behavior_sets)
+        control = ClosedLoop(control_layer.make_controller(ctrl_name, robot, behavior, sim.dt,
+                                                           **ctrl_sets), robot)
     elif ctrl_sets:
         raise ConfigError(f"controller 'none' takes no settings; got {sorted(ctrl_sets)}")
     return (scenario, params, robot, sim, ctrl_name, control,
@@ -213,9 +271,9 @@ def run(scenario_name: str, contact_model: str | None = None, controller: str | 
 
     Args:
         record_rate: samples per simulated second kept in ``samples`` (observables are
-            computed only for them; penetration, cone violation and solver statistics use
-            every step). Default: 1 kHz, or every step when dt < 1 ms (the ball's impact peak
-            lasts one step).
+            computed only for them; penetration, cone violation, fidelity residuals and solver
+            statistics use every step). Default: 1 kHz, or every step when dt < 1 ms (the
+            ball's impact peak lasts one step).
         progress: show a tqdm progress bar.
 
     Raises:
@@ -223,17 +281,23 @@ def run(scenario_name: str, contact_model: str | None = None, controller: str | 
     """
     scenario, params, robot, sim, ctrl_name, control, csettings, q0, _ = build(
         scenario_name, contact_model, controller, dt, integrator, sets)
-    duration = scenario.duration if duration is None else float(duration)
+    behavior = control.controller.behavior if isinstance(control, ClosedLoop) else None
+    if duration is None:
+        duration = scenario.duration
+    if duration is None:  # the behaviour decides (walk: its step plan)
+        duration = behavior.duration if behavior is not None else DEFAULT_DURATION
+    duration = float(duration)
     if not (np.isfinite(duration) and duration > 0):
         raise ConfigError(f"duration = {duration!r} must be > 0 s")
     result = RunResult(scenario, params, sim.contact.name, csettings, ctrl_name, robot, sim,
-                       duration=duration)
+                       duration=duration, behavior=behavior)
     observer = Observer(robot, sim.terrain)
     n_steps = round(duration / sim.dt)
     every = 1 if record_rate is None and sim.dt < 1e-3 else \
         max(1, round(1.0 / ((record_rate or 1000.0) * sim.dt)))
     base_z0 = q0[2] if robot.config.base != "planar_xz" else q0[1]
     zero_tau = np.zeros(robot.n_joints)
+    closed_loop = control if isinstance(control, ClosedLoop) else None
     bar = None
     if progress:
         from tqdm import tqdm
@@ -241,22 +305,27 @@ def run(scenario_name: str, contact_model: str | None = None, controller: str | 
     start = time.perf_counter()
     for k in range(n_steps):
         q_prev, v_prev = sim.q, sim.v
-        tau = control(sim.t, q_prev, v_prev) if control else zero_tau
         t0 = time.perf_counter()
         try:
+            tau = control(sim.t, q_prev, v_prev) if control else zero_tau
+            t1 = time.perf_counter()
             step = sim.step(tau)
         except BipedSimError as exc:
             result.error = f"{type(exc).__name__}: {exc}"
             result.fell = result.fell or scenario.biped
             break
-        result.step_time_s += time.perf_counter() - t0
+        result.step_time_s += time.perf_counter() - t1
+        result.control_time_s += t1 - t0
         result.steps += 1
+        if closed_loop is not None:
+            closed_loop.observe(q_prev, step)
         _accumulate(result, step, sim.terrain.mu)
         if scenario.biped and (step.q[2] if robot.config.base != "planar_xz" else step.q[1]) \
                 < FALL_HEIGHT_RATIO * base_z0:
             result.fell = True
         if k % every == 0 or k == n_steps - 1:
-            result.samples.append(Sample(step, observer.observe(step, q_prev, v_prev)))
+            info = dict(closed_loop.info) if closed_loop is not None else {}
+            result.samples.append(Sample(step, observer.observe(step, q_prev, v_prev), info))
         if bar is not None and k % 100 == 0:
             bar.update(min(100, n_steps - bar.n))
     if bar is not None:
@@ -265,7 +334,38 @@ def run(scenario_name: str, contact_model: str | None = None, controller: str | 
     result.wall_time_s = time.perf_counter() - start
     if result.error:
         result.warnings.append(result.error)
+    if scenario.biped:
+        result.metrics = biped_metrics(result)
     return result
+
+
+def fidelity_residuals(step: StepResult, mu: float) -> dict[str, float]:
+    """Physical-fidelity residuals of one step over its active points (0 when none).
+
+    With f = (f_t, f_n) the contact forces over the step and v⁺ = (v_t, v_n) the contact
+    velocities at its end:
+
+        signorini_W        max |f_n · v_n⁺|               (complementarity, Signorini)
+        dissipation_gap_W  max |(μ f_n − ‖f_t‖) · ‖v_t⁺‖|  (maximum dissipation: sliding ⇒
+                                                           the force is on the cone boundary)
+        cone_violation_N   max (‖f_t‖ − μ f_n)⁺           (Coulomb)
+        penetration_m      max (−φ)⁺ over all points
+
+    A rigid-contact model that meets its laws exactly gives zeros; penalty models show how far
+    their compliance is from them.
+    """
+    fc, vn = step.f_contact, step.vc_next
+    out = {"signorini_W": 0.0, "dissipation_gap_W": 0.0, "cone_violation_N": 0.0,
+           "penetration_m": float(max(0.0, -step.phi.min())) if len(step.phi) else 0.0}
+    act = step.active
+    if act.any() and vn is not None:
+        f, v = fc[act], vn[act]
+        ft = np.sqrt(f[:, 0] ** 2 + f[:, 1] ** 2)
+        vt = np.sqrt(v[:, 0] ** 2 + v[:, 1] ** 2)
+        out["signorini_W"] = float(np.abs(f[:, 2] * v[:, 2]).max())
+        out["dissipation_gap_W"] = float(np.abs((mu * f[:, 2] - ft) * vt).max())
+        out["cone_violation_N"] = float(max(0.0, (ft - mu * f[:, 2]).max()))
+    return out
 
 
 def _accumulate(result: RunResult, step: StepResult, mu: float) -> None:
@@ -279,5 +379,58 @@ def _accumulate(result: RunResult, step: StepResult, mu: float) -> None:
         if step.active.any():
             result.min_normal_force = min(result.min_normal_force,
                                           float(fc[step.active, 2].min()))
+    for key, value in fidelity_residuals(step, mu).items():
+        result.residuals[key] = max(result.residuals.get(key, 0.0), value)
+        result.residual_sums[key] = result.residual_sums.get(key, 0.0) + value
     for key, value in step.stats.items():
         result.stats.setdefault(key, []).append(float(value))
+
+
+def biped_metrics(result: RunResult) -> dict[str, Any]:
+    """Whole-run figures of a biped run, from the recorded samples (DESIGN "summary.json").
+
+    * ``torque_saturation_fraction``: samples with some |τ_j| ≥ 0.999 τ_max,j;
+    * ``com_travel_m``: CoM displacement (x, y) from the first to the last sample;
+    * with a behaviour: ``planned_distance_m`` (if it plans one), ``progress_fraction``,
+      ``stance_slip_max_m`` — the largest horizontal drift of a sole origin from where it was
+      at the start of each reference stance interval (touch-down), and ``steps_completed`` —
+      touch-downs of the reference that happened before the run ended.
+    """
+    robot, samples = result.robot, result.samples
+    if not samples:
+        return {}
+    limit = robot.effort_limit
+    tau = np.array([s.step.tau for s in samples])
+    com = np.array([s.obs.com for s in samples])
+    out: dict[str, Any] = {
+        "torque_saturation_fraction": float(np.mean((np.abs(tau) >= 0.999 * limit).any(axis=1))),
+        "max_torque_ratio": float((np.abs(tau) / limit).max()),
+        "com_travel_m": [float(x) for x in com[-1, :2] - com[0, :2]],
+    }
+    behavior = result.behavior
+    if behavior is None:
+        return out
+    planned = getattr(behavior, "planned_distance", None)
+    if planned:
+        out["planned_distance_m"] = float(planned)
+        out["progress_fraction"] = float((com[-1, 0] - com[0, 0]) / planned)
+    data = robot.create_data()
+    anchors: dict[str, np.ndarray] = {}
+    slip, touchdowns, previous = 0.0, 0, None
+    for smp in samples:
+        stance = behavior.reference(smp.step.t).stance
+        pin.framesForwardKinematics(robot.model, data, smp.step.q)
+        for body in robot.contact_bodies:
+            xy = data.oMf[body.frame_id].translation[:2]
+            if body.name not in stance:
+                anchors.pop(body.name, None)
+            elif body.name not in anchors:
+                anchors[body.name] = xy.copy()
+                if previous is not None and body.name not in previous:
+                    touchdowns += 1
+            else:
+                slip = max(slip, float(np.linalg.norm(xy - anchors[body.name])))
+        previous = stance
+    out["stance_slip_max_m"] = slip
+    out["steps_completed"] = touchdowns
+    return out

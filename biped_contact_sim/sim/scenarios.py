@@ -6,6 +6,7 @@ applies them. Contact-model settings are set with ``contact.<setting>=value``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,8 @@ import numpy as np
 
 from biped_contact_sim.errors import ConfigError, unknown_name
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.robot.config import ContactBodyConfig, load_robot_config
+from biped_contact_sim.sim.simulator import ExternalForce
 from biped_contact_sim.sim.terrain import PlaneTerrain
 
 
@@ -32,13 +35,26 @@ class Scenario:
     name: str
     description: str
     robot: str
-    duration: float
+    duration: float | None  # None: the behaviour's own duration
     dt: float
     params: dict[str, Param]
     initial_state: Callable[[RobotModel, dict[str, Any]], tuple[np.ndarray, np.ndarray]]
     contact_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     controller: str = "none"  # default controller name
     biped: bool = False
+    behavior: str | None = None  # reference generator for ctc / wbc (control.BEHAVIORS)
+    external: Callable[[dict[str, Any]], list[ExternalForce]] | None = None
+    robot_factory: Callable[[dict[str, Any]], RobotModel] | None = None
+
+    def make_robot(self, params: dict[str, Any]) -> RobotModel:
+        """The scenario's robot (``robot_factory`` or ``config/<robot>.yaml``, mass-scaled)."""
+        if self.robot_factory is not None:
+            return self.robot_factory(params)
+        return RobotModel.load(self.robot, params.get("mass_scale", 1.0))
+
+    def external_forces(self, params: dict[str, Any]) -> list[ExternalForce]:
+        """Scheduled external forces (pushes) of the scenario."""
+        return self.external(params) if self.external is not None else []
 
     def resolve(self, sets: dict[str, Any]) -> dict[str, Any]:
         """Scenario parameters with ``sets`` applied (``contact.*`` keys are left out).
@@ -48,12 +64,13 @@ class Scenario:
         """
         params = {k: p.default for k, p in self.params.items()}
         for key, value in sets.items():
-            if key.startswith("contact.") or key.startswith("controller."):
+            if key.startswith(("contact.", "controller.", "behavior.")):
                 continue
             if key not in params:
                 raise ConfigError(
                     f"Unknown --set key {key!r} for scenario {self.name!r}. Accepted: "
-                    + ", ".join([*sorted(params), "contact.<setting>", "controller.<gain>"]))
+                    + ", ".join([*sorted(params), "contact.<setting>", "controller.<gain>",
+                                 "behavior.<param>"]))
             kind = type(self.params[key].default)
             try:
                 params[key] = kind(value)
@@ -82,6 +99,30 @@ def _brick_state(robot, params):
 def _standing_state(robot, params):
     q = robot.standing_configuration()
     q[1 if robot.config.base == "planar_xz" else 2] += params.get("height", 0.0)
+    return q, np.zeros(robot.nv)
+
+
+def _push(params):
+    """A lateral push on the pelvis (+y), ``push_force`` N for ``push_duration`` s."""
+    start = params["push_time"]
+    return [ExternalForce("pelvis", (0.0, params["push_force"], 0.0), start,
+                          start + params["push_duration"])]
+
+
+def _plate(params):
+    """The brick as a free rigid body on an n × n grid of sole points (Chardonnet Fig. 5)."""
+    n = params["grid"]
+    if not 2 <= n <= 12:
+        raise ConfigError(f"grid = {n!r} must be in [2, 12] (m = grid² contact points)")
+    config = load_robot_config("brick")
+    xs, ys = np.linspace(-0.1, 0.1, n), np.linspace(-0.05, 0.05, n)
+    offsets = np.array([(x, y, -0.025) for x in xs for y in ys])
+    body = ContactBodyConfig("brick", "brick", offsets)
+    return RobotModel(dataclasses.replace(config, base="free_flyer", contact_bodies=(body,)))
+
+
+def _plate_state(robot, params):
+    q = robot.configuration([0.0, 0.0, 0.025 + params["height"]])
     return q, np.zeros(robot.nv)
 
 
@@ -131,7 +172,43 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
                 "mu": Param(0.8, "friction coefficient"),
                 "mass_scale": Param(1.0, "scale every mass and inertia of the robot")},
         initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller=_PD,
-        biped=True),
+        biped=True, behavior="stand"),
+    Scenario(
+        "sway", "3-D biped in double support, whole-body control: CoM vertical sinusoid and a "
+        "sinusoidal internal tension between the feet, CoPs held at the sole centres (Sentis et "
+        "al. Fig. 8 on our biped).", "biped3d", duration=None, dt=1e-3,
+        params={"mu": Param(0.8, "friction coefficient")},
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",
+        biped=True, behavior="sway"),
+    Scenario(
+        "push", "3-D biped standing under whole-body control, pushed sideways on the pelvis; "
+        "must recover without a step or a lifting foot.", "biped3d", duration=4.0, dt=1e-3,
+        params={"mu": Param(0.8, "friction coefficient"),
+                "push_force": Param(50.0, "lateral (+y) push on the pelvis [N]"),
+                "push_time": Param(1.0, "start of the push [s]"),
+                "push_duration": Param(0.1, "length of the push [s]")},
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",
+        biped=True, behavior="stand", external=_push),
+    Scenario(
+        "walk", "3-D biped walking five steps: footsteps, ZMP preview CoM, swing splines, "
+        "whole-body control (Rengifo et al. §V).", "biped3d", duration=None, dt=1e-3,
+        params={"mu": Param(0.8, "friction coefficient")},
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",
+        biped=True, behavior="walk"),
+    Scenario(
+        "planar_walk", "Planar 7-link biped walking with computed-torque control on optimal "
+        "cubic joint references (Bravo & Rengifo §4).", "planar_biped", duration=None,
+        dt=1e-3, params={"mu": Param(0.8, "friction coefficient")},
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="ctc",
+        biped=True, behavior="planar_walk"),
+    Scenario(
+        "plate", "A 1 kg box resting on grid x grid contact points (the contact-count scaling "
+        "study, Chardonnet et al. Fig. 5).", "brick", duration=0.5, dt=1e-3,
+        params={"grid": Param(4, "points per side; m = grid² contact points"),
+                "height": Param(0.0, "initial height of the bottom face [m]"),
+                "mu": Param(0.8, "friction coefficient")},
+        initial_state=_plate_state, robot_factory=_plate,
+        contact_defaults={"penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6}}),
 )}
 
 

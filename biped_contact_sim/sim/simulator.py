@@ -51,6 +51,19 @@ class SimSettings:
                               + ", ".join(INTEGRATORS))
 
 
+@dataclass(frozen=True)
+class ExternalForce:
+    """A world-frame force applied at the origin of a frame for ``t_start ≤ t < t_end``.
+
+    Enters the dynamics as ``J_frame,linᵀ F`` (a push on the pelvis, a disturbance).
+    """
+
+    frame: str
+    force: tuple[float, float, float]
+    t_start: float = 0.0
+    t_end: float = float("inf")
+
+
 @dataclass
 class StepResult:
     """Everything one step produced (state after the step, forces over the step)."""
@@ -67,6 +80,8 @@ class StepResult:
     f_world: np.ndarray  # (m, 3) forces in the world frame
     active: np.ndarray  # (m,) bool
     stats: dict[str, Any] = field(default_factory=dict)
+    vc_next: np.ndarray | None = None  # (m, 3) contact-frame velocities J_c v⁺ after the step
+    f_external: np.ndarray | None = None  # (3,) external force applied over the step (world)
 
 
 class Simulator:
@@ -90,6 +105,7 @@ class Simulator:
         self.settings = settings or SimSettings()
         contact.check(self.settings.dt, self.settings.integrator)
         self.data = robot.create_data()
+        self._external: list[tuple[ExternalForce, int]] = []
         self._R = self.terrain.R
         self._flat = self.terrain.flat
         self._origin = np.array([0.0, 0.0, self.terrain.height])
@@ -110,6 +126,36 @@ class Simulator:
                              f"got {q.shape} and {v.shape}")
         self.q, self.v, self.t = q.copy(), v.copy(), float(t)
         self.contact.reset(self.robot.n_points)
+
+    def add_external_force(self, external: ExternalForce) -> None:
+        """Schedule an external force (kept across ``reset``; ``clear_external_forces``).
+
+        Raises:
+            ConfigError: unknown frame (listing the model's frames) or a malformed force.
+        """
+        model = self.robot.model
+        if not model.existFrame(external.frame):
+            raise ConfigError(f"Unknown frame {external.frame!r} for an external force. "
+                              f"Frames: {', '.join(f.name for f in model.frames)}")
+        force = np.asarray(external.force, float)
+        if force.shape != (3,) or not np.isfinite(force).all():
+            raise ConfigError(f"external force {external.force!r} must be 3 finite numbers [N]")
+        self._external.append((external, model.getFrameId(external.frame)))
+
+    def clear_external_forces(self) -> None:
+        self._external = []
+
+    def _external_force(self, t: float, tau_free: np.ndarray) -> np.ndarray | None:
+        """Add ``Σ J_linᵀ F`` of the forces active at t to ``tau_free`` (after ``terms``)."""
+        total = None
+        for ext, frame_id in self._external:
+            if ext.t_start <= t < ext.t_end:
+                force = np.asarray(ext.force, float)
+                J = pin.getFrameJacobian(self.robot.model, self.data, frame_id,
+                                         pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3]
+                tau_free += J.T @ force
+                total = force if total is None else total + force
+        return total
 
     def clamp_torque(self, tau) -> np.ndarray:
         """Validate τ (length n, finite) and clamp it to the effort limits.
@@ -140,6 +186,7 @@ class Simulator:
             gamma_c = (terms.gamma.reshape(m, 3) @ self._R).ravel()
         tau_free = -terms.h
         tau_free[robot.v_idx] += tau
+        self._f_ext = self._external_force(self.t, tau_free) if self._external else None
         state = ContactState(self.dt, local[:, 2], (Jc @ v).reshape(m, 3), Jc, gamma_c,
                              terms.Minv, tau_free, local[:, :2], self._mu)
         return terms, state
@@ -160,6 +207,7 @@ class Simulator:
         tau = self.clamp_torque(tau)
         dt, model, q, v = self.dt, self.robot.model, self.q, self.v
         a1, terms, state, res = self._acceleration(q, v, tau, commit=True)
+        f_ext = self._f_ext
         if self.settings.integrator == "semi_implicit_euler":
             v_new = v + dt * a1
             q_new = pin.integrate(model, q, dt * v_new)
@@ -182,6 +230,7 @@ class Simulator:
             raise DivergenceError(DIVERGED.format(
                 t=t_new, what=f"|v| = {speed:.3g} exceeds max_speed {self.settings.max_speed:g}"))
         result = StepResult(t_new, q_new, v_new, (v_new - v) / dt, tau, terms.p, state.phi,
-                            state.vc, f, f @ self._R.T, res.active, res.stats)
+                            state.vc, f, f @ self._R.T, res.active, res.stats,
+                            (state.Jc @ v_new).reshape(-1, 3), f_ext)
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
