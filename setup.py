@@ -14,7 +14,8 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
     ],
     # Only setuptools here: on ROS 2, pinocchio/numpy/scipy come from apt (package.xml), and a
     # pip requirement such as 'pin' would make the generated entry points refuse to start.
@@ -28,6 +29,8 @@ setup(
     entry_points={
         "console_scripts": [
             "biped-sim = biped_contact_sim.adapters.cli:main",
+            "simulator_node = biped_contact_sim.adapters.sim_node:main",
+            "controller_node = biped_contact_sim.adapters.controller_node:main",
         ],
     },
 )
