@@ -1,0 +1,237 @@
+"""Lemke's algorithm against brute-force enumeration of all 2ⁿ complementary bases.
+
+Properties from the LCP theory Lemke relies on (Cottle, Pang & Stone): a P-matrix LCP has a
+unique solution for every b and Lemke finds it; for a copositive-plus matrix (PSD, or the
+Anitescu–Potra time-stepping matrix) Lemke finds a solution whenever the LCP is feasible and a
+ray termination proves infeasibility.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from biped_contact_sim.errors import InputError
+from biped_contact_sim.solvers import STATUS_MAX_PIVOTS, STATUS_RAY, lemke
+
+TOL = 1e-9
+
+
+def brute_force(A, b, tol=TOL):
+    """Every solution found by solving A_BB z_B = −b_B over all 2ⁿ index sets B."""
+    n = len(b)
+    sols = []
+    for k in range(n + 1):
+        for B in itertools.combinations(range(n), k):
+            B = list(B)
+            z = np.zeros(n)
+            if B:
+                M = A[np.ix_(B, B)]
+                if abs(np.linalg.det(M)) < 1e-12:
+                    continue
+                z[B] = np.linalg.solve(M, -b[B])
+            w = A @ z + b
+            if z.min() >= -tol and w.min() >= -tol:
+                sols.append(z)
+    return sols
+
+
+def is_p_matrix(A):
+    n = len(A)
+    return all(np.linalg.det(A[np.ix_(B, B)]) > 0
+               for k in range(1, n + 1) for B in itertools.combinations(range(n), k))
+
+
+def assert_solves(res, A, b, tol=TOL):
+    z = res.x
+    w = A @ z + b
+    assert res.converged
+    assert z.min() >= -tol and w.min() >= -tol
+    assert np.abs(z * w).max() <= tol * max(1.0, np.abs(b).max())
+    assert np.allclose(res.w, w, atol=1e-12)
+    assert res.residual <= tol
+
+
+def random_pd(rng, n):
+    B = rng.standard_normal((n, n))
+    return B @ B.T + 0.1 * np.eye(n), rng.standard_normal(n)
+
+
+def random_p_nonsymmetric(rng, n):
+    """P-matrices that are not symmetric: PD plus skew, and triangular (indefinite sym part)."""
+    if rng.random() < 0.5:
+        B = rng.standard_normal((n, n))
+        K = rng.standard_normal((n, n))
+        A = B @ B.T + 0.5 * np.eye(n) + (K - K.T)
+    else:
+        A = np.tril(3.0 * rng.standard_normal((n, n)), -1) + np.diag(rng.uniform(0.5, 2.0, n))
+    return A, rng.standard_normal(n)
+
+
+def random_psd_solvable(rng, n):
+    """A = BᵀB of rank < n and b = −A z* + w* with complementary z*, w* ≥ 0 (a solution)."""
+    k = int(rng.integers(1, n)) if n > 1 else 1
+    B = rng.standard_normal((k, n))
+    A = B.T @ B if n > 1 else np.zeros((1, 1))
+    active = rng.random(n) < 0.5
+    zs = np.where(active, rng.random(n), 0.0)
+    ws = np.where(active, 0.0, rng.random(n) * (rng.random(n) < 0.7))
+    return A, -A @ zs + ws
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_positive_definite_unique_solution_equals_brute_force(n):
+    rng = np.random.default_rng(100 + n)
+    for _ in range(6):
+        A, b = random_pd(rng, n)
+        sols = brute_force(A, b)
+        assert len(sols) == 1
+        res = lemke(A, b)
+        assert_solves(res, A, b)
+        assert np.allclose(res.x, sols[0], atol=TOL)
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_nonsymmetric_p_matrix_unique_solution_equals_brute_force(n):
+    rng = np.random.default_rng(200 + n)
+    for _ in range(6):
+        A, b = random_p_nonsymmetric(rng, n)
+        assert is_p_matrix(A)
+        sols = brute_force(A, b)
+        assert len(sols) == 1
+        res = lemke(A, b)
+        assert_solves(res, A, b)
+        assert np.allclose(res.x, sols[0], atol=TOL)
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_singular_psd_solvable_lcp_is_solved(n):
+    rng = np.random.default_rng(300 + n)
+    for _ in range(6):
+        A, b = random_psd_solvable(rng, n)
+        assert np.linalg.eigvalsh(A).min() > -1e-10
+        assert brute_force(A, b), "constructed to have a solution"
+        assert_solves(lemke(A, b), A, b)
+
+
+def test_random_covering_vector_gives_the_same_unique_solution():
+    rng = np.random.default_rng(7)
+    A, b = random_pd(rng, 6)
+    expected = brute_force(A, b)[0]
+    for _ in range(5):
+        res = lemke(A, b, covering=rng.uniform(0.1, 10.0, 6))
+        assert np.allclose(res.x, expected, atol=TOL)
+
+
+def infeasible(A, b):
+    """True iff no z ≥ 0 has A z + b ≥ 0 (LP feasibility)."""
+    n = len(b)
+    lp = linprog(np.zeros(n), A_ub=-A, b_ub=b, bounds=[(0, None)] * n, method="highs")
+    return lp.status == 2
+
+
+@pytest.mark.parametrize(("A", "b"), [
+    (np.array([[-1.0]]), np.array([-1.0])),
+    (np.array([[0.0, 1.0], [-1.0, 0.0]]), np.array([0.0, -1.0])),  # copositive-plus (skew)
+    (np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([-1.0, -1.0])),  # PSD: w1 + w2 = -2
+])
+def test_ray_termination_is_reported_on_infeasible_lcps(A, b):
+    assert not brute_force(A, b)
+    assert infeasible(A, b)
+    res = lemke(A, b)
+    assert res.status == STATUS_RAY
+    assert not res.converged
+    assert res.residual > 0.1
+    assert res.x.shape == b.shape and res.w.shape == b.shape
+    assert np.allclose(res.w, A @ res.x + b)
+
+
+@pytest.mark.parametrize(("A", "b"), [
+    # Murty's cyclic P-matrix with all ratios tied at the first pivot.
+    (np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 2.0], [2.0, 0.0, 1.0]]), -np.ones(3)),
+    # Zeros in b: degenerate basic variables from the start.
+    (np.array([[2.0, 1.0, 0.0, 0.0], [1.0, 2.0, 1.0, 0.0], [0.0, 1.0, 2.0, 1.0],
+               [0.0, 0.0, 1.0, 2.0]]), np.array([-1.0, 0.0, -1.0, 0.0])),
+    # Identical rows: every ratio test ties.
+    (np.ones((4, 4)) + np.eye(4), np.array([-1.0, -1.0, -1.0, -1.0])),
+    (np.ones((4, 4)), np.array([-1.0, -1.0, 0.0, 0.0])),  # PSD rank 1 and ties
+])
+def test_degenerate_problems_terminate_without_cycling(A, b):
+    res = lemke(A, b)
+    assert res.iterations < 10 * (len(b) + 1)
+    assert brute_force(A, b)
+    assert_solves(res, A, b)
+
+
+def test_degenerate_integer_problems_terminate():
+    """Small integer data make ties common; every run must end with a valid solution."""
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        n = int(rng.integers(2, 7))
+        B = rng.integers(-2, 3, (n, n)).astype(float)
+        A = B @ B.T + np.eye(n)
+        b = rng.integers(-2, 2, n).astype(float)
+        assert_solves(lemke(A, b), A, b)
+
+
+def time_stepping_lcp(rng, m, d):
+    """The Anitescu–Potra / Stewart–Trinkle LCP of METHODS §2.4 on random data (M = I)."""
+    nv = 3 * m + 6
+    Jn = rng.standard_normal((m, nv))
+    JD = rng.standard_normal((m * d, nv))
+    v_free = rng.standard_normal(nv)
+    mu = rng.uniform(0.2, 1.0, m)
+    E = np.kron(np.eye(m), np.ones((d, 1)))
+    N = m * (2 + d)
+    J = np.vstack([Jn, JD])
+    A = np.zeros((N, N))
+    A[:m + m * d, :m + m * d] = J @ J.T
+    A[m:m + m * d, m + m * d:] = E
+    A[m + m * d:, :m] = np.diag(mu)
+    A[m + m * d:, m:m + m * d] = -E.T
+    b = np.concatenate([J @ v_free, np.zeros(m)])
+    return A, b
+
+
+def test_time_stepping_lcp_is_solved():
+    """Anitescu & Potra (1997): Lemke always solves this LCP (m(2+d) = 48 for m=8, d=4)."""
+    rng = np.random.default_rng(5)
+    for m, d in [(1, 4), (2, 4), (4, 8), (8, 4)]:
+        for _ in range(3):
+            A, b = time_stepping_lcp(rng, m, d)
+            res = lemke(A, b)
+            assert_solves(res, A, b, tol=1e-8)
+
+
+def test_trivial_cases():
+    res = lemke(np.zeros((0, 0)), np.zeros(0))
+    assert res.converged and res.iterations == 0 and res.x.shape == (0,)
+    A = np.array([[1.0, 2.0], [3.0, 4.0]])
+    res = lemke(A, np.array([1.0, 0.0]))
+    assert res.converged and res.iterations == 0 and np.all(res.x == 0)
+
+
+def test_pivot_cap_is_reported_not_hidden():
+    rng = np.random.default_rng(3)
+    A, b = random_pd(rng, 8)
+    b = -np.abs(b) - 1.0  # every w negative at z = 0: needs at least 2 pivots
+    res = lemke(A, b, max_pivots=1)
+    assert res.status == STATUS_MAX_PIVOTS and not res.converged and res.iterations == 1
+    assert res.residual > 0.0
+    assert lemke(A, b).converged
+
+
+@pytest.mark.parametrize(("args", "kwargs", "match"), [
+    ((np.ones((2, 3)), np.ones(2)), {}, r"A must be a square"),
+    ((np.eye(2), np.ones(3)), {}, r"b must have shape \(2,\)"),
+    ((np.eye(2), np.array([1.0, np.nan])), {}, r"b must be finite"),
+    ((np.array([[np.inf, 0], [0, 1]]), np.ones(2)), {}, r"A must be finite"),
+    ((np.eye(2), -np.ones(2)), {"covering": np.array([1.0, 0.0])}, r"covering .* > 0"),
+    ((np.eye(2), -np.ones(2)), {"covering": np.ones(3)}, r"covering must have shape"),
+    ((np.eye(2), -np.ones(2)), {"pivot_tol": -1.0}, r"pivot_tol"),
+    ((np.eye(2), -np.ones(2)), {"max_pivots": 2.5}, r"max_pivots"),
+])
+def test_bad_input_raises_input_error(args, kwargs, match):
+    with pytest.raises(InputError, match=match):
+        lemke(*args, **kwargs)
