@@ -1,0 +1,278 @@
+"""``ctc``: computed-torque control under stance constraints (Bravo & Rengifo §4.1, METHODS §4.1).
+
+The paper writes it for the planar biped in single support (eqs. 27–39); here it is written
+for any base (free flyer, planar x–z–pitch) and any number of flat stance feet:
+
+1. Stance constraints (eqs. 28–30): every stance foot's sole frame neither moves nor rotates,
+
+       J_s v̇ + J̇_s v = 0,    J_s = [J_b  J_a],
+
+   with the sole-frame Jacobians in LOCAL_WORLD_ALIGNED and the drift ``J̇_s v`` the frame's
+   classical acceleration at ``v̇ = 0``. Rows per foot: all 6 for a free-flyer base; for the
+   planar biped (base ``planar_xz``) only x, z and pitch (rows 0, 2, 4 of the 6-D Jacobian —
+   y, roll and yaw are identically zero in the sagittal plane).
+2. Desired actuated accelerations (eq. 39, the classical CTC law):
+
+       q̈_aᵈ = q̈_ref + K_d (q̇_ref − q̇_a) + K_p (q_ref − q_a).
+
+3. Base accelerations from the constraints (eqs. 32–34): ``J_b v̇_b = −J_a q̈_aᵈ − J̇_s v``.
+   Single support (3-D: 6 × 6, planar: 3 × 3) is square: q̈_a = q̈_aᵈ and v̇_b is unique. In
+   double support the feet close a kinematic chain and q̈_aᵈ (reference plus feedback) is in
+   general not compatible with it; the redundant system is solved in the least-squares sense
+   *on the joints*: v̇ = argmin ‖q̈_a − q̈_aᵈ‖ subject to J_s v̇ + J̇_s v = 0 exactly (the
+   constraint-consistent joint acceleration closest to the desired one; equal to it when the
+   reference respects the chain and the errors are zero). Solving ``J_b v̇_b = …`` alone in
+   the least-squares sense would command motions the ground forbids, which the contact then
+   resists with internal forces (it drove the planar biped's legs into ±τ_max squeezing).
+   With no stance foot (flight) the base rows of the dynamics give ``v̇_b`` instead.
+4. Torques and contact wrenches from ``M v̇ + h = Sᵀτ + J_sᵀ λ`` (eqs. 35–38): the base rows
+   ``J_bᵀ λ = (M v̇ + h)_b`` give λ (unique in single support), then
+   ``τ = (M v̇ + h)_a − J_aᵀ λ``. ``M v̇ + h`` is pinocchio's RNEA at (q, v, v̇).
+
+   In double support ``J_bᵀ`` (6 × 12) leaves λ six free *internal* components (the null space
+   of ``J_bᵀ``: they change τ, not v̇). By default they are chosen so that λ has minimum
+   Euclidean norm (forces in N and moments in N·m about the sole origins, world axes); a
+   subclass may override ``internal_forces`` to impose an internal-force law (METHODS §4.2).
+
+Torques are clamped to ``robot.effort_limit``. Only ``Measurement.q``/``v`` are read, so the same
+object runs against the simulator or hardware (it does not use the measured wrenches).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+
+from biped_contact_sim.control.base import (
+    Behavior,
+    Controller,
+    ControlOutput,
+    Measurement,
+    Reference,
+)
+from biped_contact_sim.errors import ConfigError
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+#: Rows of a 6-D sole-frame Jacobian [vx, vy, vz, ωx, ωy, ωz] that constrain a flat foot.
+CONSTRAINT_ROWS: dict[str, tuple[int, ...]] = {
+    "free_flyer": (0, 1, 2, 3, 4, 5),
+    "planar_xz": (0, 2, 4),  # x, z, pitch: the sagittal plane
+    "translation": (0, 1, 2),
+}
+
+
+def _check_positive(field: str, value: float, allow_zero: bool = False) -> None:
+    ok = np.isfinite(value) and (value >= 0.0 if allow_zero else value > 0.0)
+    if not ok:
+        raise ConfigError(f"{field} = {value!r} must be {'>=' if allow_zero else '>'} 0")
+
+
+@dataclass(frozen=True)
+class CTCSettings:
+    """Settings of ``ctc`` (Bravo & Rengifo eq. 39).
+
+    Attributes:
+        kp: K_p, joint position gain [1/s²] (scalar, all joints).
+        kd: K_d, joint velocity gain [1/s] (2√kp is critical damping).
+        kd_stance: k_s, stance-sole velocity damping [1/s]: the constraint becomes
+            J_s v̇ + J̇_s v = −k_s J_s v (Baumgarte stabilisation; 0 = the paper's eq. 30). A
+            measured sole velocity (contact compliance, a heel starting to lift) is then
+            driven to zero instead of being ignored.
+        rcond: relative singular-value cut-off of the least-squares solves (steps 3 and 4).
+        clamp: clamp τ to the URDF effort limits (the simulator clamps anyway; reported in info).
+    """
+
+    kp: float = 400.0
+    kd: float = 40.0
+    kd_stance: float = 0.0
+    rcond: float = 1e-10
+    clamp: bool = True
+
+    def __post_init__(self):
+        _check_positive("ctc.kp", self.kp, allow_zero=True)
+        _check_positive("ctc.kd", self.kd, allow_zero=True)
+        _check_positive("ctc.kd_stance", self.kd_stance, allow_zero=True)
+        _check_positive("ctc.rcond", self.rcond)
+
+
+@dataclass
+class ConstrainedDynamics:
+    """Result of ``constrained_inverse_dynamics``.
+
+    Attributes:
+        a: generalized acceleration v̇ (nv,).
+        tau: joint torques (n_joints,), not clamped.
+        lam: per stance foot, the 6-D wrench [f; τ] on the foot about its sole origin, world
+            axes (rows not constrained, e.g. y/roll/yaw of the planar biped, are 0) [N, N·m].
+        constraint_residual: ‖q̈_a − q̈_aᵈ‖, the part of the desired joint acceleration the
+            closed chain cannot realise (0 in single support).
+        null_basis: orthonormal basis (columns) of the internal-force space, in the stacked
+            constrained-row layout of λ (empty in single support).
+    """
+
+    a: np.ndarray
+    tau: np.ndarray
+    lam: dict[str, np.ndarray]
+    constraint_residual: float
+    null_basis: np.ndarray
+
+
+def _stance_bodies(robot, stance) -> list:
+    by_name = {b.name: b for b in robot.contact_bodies}
+    try:
+        return [by_name[name] for name in stance]
+    except KeyError as exc:
+        raise ConfigError(f"Unknown stance foot {exc.args[0]!r}; contact bodies of "
+                          f"{robot.name}: {', '.join(by_name)}") from None
+
+
+def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.ndarray,
+                                 a_joints: np.ndarray, stance, rcond: float = 1e-10,
+                                 internal=None, kd_stance: float = 0.0) -> ConstrainedDynamics:
+    """Steps 3–4 of the module docstring: v̇_b, λ and τ for given joint accelerations.
+
+    Bravo & Rengifo eqs. 30–38 for any number of flat stance feet.
+
+    Args:
+        robot: the ``RobotModel``.
+        data: a pinocchio Data of ``robot.model`` (overwritten).
+        q, v: state.
+        a_joints: actuated-joint accelerations q̈_a (n_joints,).
+        stance: names of the stance feet (contact bodies).
+        rcond: singular-value cut-off of the least-squares solves.
+        internal: optional callable ``null_basis -> coefficients`` adding ``null_basis @ c`` to
+            the minimum-norm λ (double support internal forces).
+        kd_stance: k_s of ``J_s v̇ + J̇_s v = −k_s J_s v`` (0: the rigid constraint, eq. 30).
+
+    Returns:
+        The ``ConstrainedDynamics``.
+
+    Raises:
+        ConfigError: a stance name is not a contact body.
+    """
+    model = robot.model
+    nb = robot.n_base_v
+    bodies = _stance_bodies(robot, stance)
+    rows = CONSTRAINT_ROWS[robot.config.base]
+    nr = len(rows)
+    a = np.zeros(model.nv)
+    a[robot.v_idx] = a_joints
+    if bodies:
+        pin.computeJointJacobians(model, data, q)
+        pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))  # drift = J̇ v (a = 0)
+        Js = np.empty((nr * len(bodies), model.nv))
+        gamma = np.empty(nr * len(bodies))
+        for k, body in enumerate(bodies):
+            pin.updateFramePlacement(model, data, body.frame_id)
+            Js[nr * k:nr * (k + 1)] = pin.getFrameJacobian(model, data, body.frame_id,
+                                                           LWA)[rows, :]
+            acc = pin.getFrameClassicalAcceleration(model, data, body.frame_id, LWA)
+            gamma[nr * k:nr * (k + 1)] = acc.vector[list(rows)]
+        if kd_stance:
+            gamma = gamma + kd_stance * (Js @ v)
+        Jb, Ja = Js[:, :nb], Js[:, robot.v_idx]
+        if Js.shape[0] <= nb:  # single support: J_b square, q̈_a = q̈_aᵈ exactly (eq. 34)
+            a[:nb] = np.linalg.lstsq(Jb, -Ja @ a_joints - gamma, rcond=rcond)[0]
+        else:  # closed chain: min ‖q̈_a − q̈_aᵈ‖ subject to J_s v̇ + J̇_s v = 0
+            U, s, Vt = np.linalg.svd(Js)
+            rank = int(np.sum(s > rcond * s[0]))
+            a_p = Vt[:rank].T @ ((U[:, :rank].T @ -gamma) / s[:rank])
+            N = Vt[rank:].T
+            SN = N[robot.v_idx]
+            z = np.linalg.lstsq(SN, a_joints - a_p[robot.v_idx], rcond=rcond)[0]
+            a = a_p + N @ z
+        residual = float(np.linalg.norm(a[robot.v_idx] - a_joints))
+        tau_full = pin.rnea(model, data, q, v, a)
+        U, s, Vt = np.linalg.svd(Jb.T)  # J_bᵀ λ = (M v̇ + h)_b, minimum-norm λ
+        rank = int(np.sum(s > rcond * s[0])) if s.size else 0
+        lam = Vt[:rank].T @ ((U[:, :rank].T @ tau_full[:nb]) / s[:rank])
+        null_basis = Vt[rank:].T
+        if internal is not None and null_basis.shape[1]:
+            lam = lam + null_basis @ np.asarray(internal(null_basis), float)
+        tau = tau_full[robot.v_idx] - Ja.T @ lam
+    else:  # flight: the base rows of M v̇ + h = Sᵀτ give v̇_b
+        M = pin.crba(model, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        tau0 = pin.rnea(model, data, q, v, a)  # M[:, a] q̈_a + h
+        a[:nb] = np.linalg.solve(M[:nb, :nb], -tau0[:nb])
+        tau = pin.rnea(model, data, q, v, a)[robot.v_idx]
+        lam, residual, null_basis = np.zeros(0), 0.0, np.zeros((0, 0))
+    wrenches = {}
+    for k, body in enumerate(bodies):
+        w = np.zeros(6)
+        w[list(rows)] = lam[nr * k:nr * (k + 1)]
+        wrenches[body.name] = w
+    return ConstrainedDynamics(a, tau, wrenches, residual, null_basis)
+
+
+class ComputedTorqueController(Controller):
+    """Computed-torque control under stance constraints (module docstring, Bravo & Rengifo
+    eqs. 27–39 generalised to a floating base and double support).
+
+    Args:
+        robot: the ``RobotModel``.
+        behavior: a behaviour providing ``stance`` and ``q_joints`` (``v_joints``/``a_joints``
+            default to zero).
+        dt: control period [s] (unused: the law has no internal state).
+        **settings: fields of ``CTCSettings``.
+
+    ``compute`` returns ``ControlOutput(tau, info)`` with info keys ``lam`` (per stance foot
+    wrench, world axes, about the sole origin), ``stance``, ``a_des``, ``q_err`` [rad],
+    ``tracking_error`` (RMS of q_err) [rad], ``constraint_residual`` (‖q̈_a − q̈_aᵈ‖),
+    ``saturated`` (number of clamped joints).
+    """
+
+    name = "ctc"
+    Settings = CTCSettings
+
+    def __init__(self, robot, behavior: Behavior, dt: float, **settings: Any):
+        super().__init__(robot, behavior, dt, **settings)
+        self.data = robot.create_data()
+
+    def internal_forces(self, meas: Measurement, ref: Reference,
+                        null_basis: np.ndarray) -> np.ndarray | None:
+        """Coefficients of the internal wrenches added to the minimum-norm λ (double support).
+
+        Override to impose an internal-force law; ``None`` (default) keeps minimum norm.
+        """
+        return None
+
+    def compute(self, meas: Measurement) -> ControlOutput:
+        """Torques for ``meas`` tracking ``behavior.reference(meas.t)`` (eqs. 34–39)."""
+        robot, s = self.robot, self.settings
+        ref = self.behavior.reference(meas.t)
+        if ref.q_joints is None:
+            raise ConfigError(f"ctc needs Reference.q_joints; behaviour "
+                              f"{getattr(self.behavior, 'name', self.behavior)!r} gives none")
+        n = robot.n_joints
+        q_a, v_a = meas.q[robot.q_idx], meas.v[robot.v_idx]
+        v_ref = np.zeros(n) if ref.v_joints is None else ref.v_joints
+        a_ref = np.zeros(n) if ref.a_joints is None else ref.a_joints
+        q_err = ref.q_joints - q_a
+        a_des = a_ref + s.kd * (v_ref - v_a) + s.kp * q_err
+
+        def law(null_basis):
+            c = self.internal_forces(meas, ref, null_basis)
+            return np.zeros(null_basis.shape[1]) if c is None else c
+
+        dyn = constrained_inverse_dynamics(robot, self.data, meas.q, meas.v, a_des, ref.stance,
+                                           s.rcond, law, s.kd_stance)
+        tau = dyn.tau
+        limit = robot.effort_limit
+        saturated = int(np.sum(np.abs(tau) > limit))
+        if s.clamp:
+            tau = np.clip(tau, -limit, limit)
+        info = {
+            "lam": dyn.lam,
+            "stance": tuple(ref.stance),
+            "a_des": a_des,
+            "q_err": q_err,
+            "tracking_error": float(np.sqrt(np.mean(q_err ** 2))),
+            "constraint_residual": dyn.constraint_residual,
+            "saturated": saturated,
+        }
+        return ControlOutput(tau, info)

@@ -1,0 +1,650 @@
+"""``planar_walk``: optimal cubic joint references for the planar biped (Bravo & Rengifo §4.2).
+
+Every step is a single-support phase of duration T on a flat stance foot; the feet are
+exchanged instantaneously at the step boundaries (as in the paper). The joint references are
+cubic polynomials (eq. 41) written with their boundary positions and velocities (eqs. 42–43,
+cubic Hermite form, σ = t/T_i over a cubic's interval T_i):
+
+    q(t) = h₀₀(σ) q(0) + h₁₀(σ) T_i q̇(0) + h₀₁(σ) q(T_i) + h₁₁(σ) T_i q̇(T_i).
+
+The stance leg follows one cubic per step. The swing leg follows two cubics joined at
+mid-step (a knot whose position and velocity are optimised too). This is a deliberate
+extension of the paper: with one cubic per step, impact-free ends (both soles at rest at the
+exchange) and a repeated step, the swing knee at mid-step is the mean of its end values plus
+T/8 (q̇_trail − q̇_lead), while the stance knee gets T/8 (q̇_lead − q̇_trail); forward torso speed
+makes q̇_trail − q̇_lead < 0 (the trailing leg extends, the leading one flexes), so the swing
+foot is lower than at its ends — it scuffs. The knot gives the swing leg its lift.
+
+Boundary conditions (chosen here; the paper does not print them):
+
+* impact-free exchange: at every step boundary both soles are flat on the ground and at rest,
+  so q and v are continuous across the exchange and nothing impacts. Such a state is fixed by
+  the torso pose (x, z, pitch) relative to the stance sole and its velocity (3 + 3 numbers);
+  the joints follow by planar-leg inverse kinematics (``PlanarGaitModel.boundary``);
+* periodicity: the middle steps repeat one step with the legs swapped: the end-of-step state
+  E (swing sole landed ``step_length`` ahead) is, seen from the new stance sole, the state at
+  the start of the next step;
+* the first step starts from q0 at rest with the feet together (swing sole lands
+  ``step_length`` ahead), the last ends in q0's posture at rest with the feet together.
+
+Unknowns: E (6) and the swing-leg knot (3 positions + 3 velocities) of the start, periodic
+and stop steps: 24 numbers. Cost (eq. 40), summed over the gait (start + (n − 2) × periodic +
+stop), Simpson's rule on ``n_nodes`` nodes per step:
+
+    J = Σ_steps ∫₀ᵀ τᵀτ dt,
+
+τ from the stance-constrained inverse dynamics (eqs. 30–38, the ``ctc`` equations with
+q̈_aᵈ = q̈_ref). Constraints at every node (scipy SLSQP; forward-difference gradients, each knot
+perturbing only its own step):
+
+* ZMP bound (§4.3, eq. 45): −l_heel + m ≤ x_zmp ≤ l_toe − m on the stance sole, x_zmp = −τ_y/f_z,
+  margin m = ``zmp_margin``;
+* unilateral and friction: f_z ≥ 0.2 m g, |f_x| ≤ μ_plan f_z;
+* foot clearance: both swing-sole points at height ≥ c (4σ(1 − σ))² (apex c = ``clearance``;
+  the quartic envelope lets the sole leave and land with zero velocity);
+* knee angle ≥ its URDF lower limit.
+
+The robot holds q0 for ``t_start`` before the first step and for ``t_end`` after the last one
+(double support, zero joint velocity).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+from scipy.optimize import minimize
+
+from biped_contact_sim.control.base import Behavior, Reference
+from biped_contact_sim.errors import ConfigError
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+PLANAR_ROWS = (0, 2, 4)  # x, z, pitch rows of a 6-D frame Jacobian [vx vy vz ωx ωy ωz]
+
+#: Optimal unknowns (E; knots of the start, periodic and stop steps, see the module docstring)
+#: for the default parameters, robot ``planar_biped`` and its standing configuration. Used
+#: instead of optimising when they apply (``optimize=False``, the default).
+DEFAULT_SOLUTION: tuple[float, ...] | None = (
+    0.0536624053838, 0.633201893475, 0.0859308710207, 0.179697552262, -0.0804852685586,
+    0.65344413774, -0.420289084084, 0.802537726844, -0.376658059684, -0.376080918011,
+    0.193293864312, 0.12642108336, -0.442262987748, 0.87285000826, -0.516517891533,
+    -0.534995786237, 0.533551141581, 0.328166713528, -0.406035174992, 0.897988069849,
+    -0.583926640694, -0.0324176860156, 0.0734022688157, 0.337203629174,
+)
+
+
+def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
+    ok = np.isfinite(value) and (value > lo if lo_open else value >= lo) and value <= hi
+    if not ok:
+        bound = f"{'>' if lo_open else '>='} {lo:g}" + (f" and <= {hi:g}" if hi < np.inf else "")
+        raise ConfigError(f"planar_walk.{field} = {value!r} must be {bound}")
+
+
+@dataclass(frozen=True)
+class PlanarGaitParams:
+    """Parameters of ``planar_walk``.
+
+    Attributes:
+        n_steps: number of steps (≥ 3: start, n − 2 periodic, stop).
+        step_length: advance of the footholds per step [m] (a periodic step swings 2×).
+        step_time: T, duration of each step [s].
+        clearance: apex of the swing-sole clearance envelope [m].
+        l_toe, l_heel: toe / heel distance from the sole origin (eq. 45) [m].
+        zmp_margin: planned ZMP stays this far inside [−l_heel, l_toe] [m].
+        mu: friction coefficient used for planning (keep it below the ground's).
+        n_nodes: quadrature and constraint nodes per step (odd, Simpson's rule).
+        t_start, t_end: double-support holds before the first / after the last step [s].
+        optimize: True: always run SLSQP; False: use ``DEFAULT_SOLUTION`` when it applies
+            (default parameters, robot and q0), else optimise.
+        max_iter: SLSQP iteration cap.
+    """
+
+    n_steps: int = 5
+    step_length: float = 0.12
+    step_time: float = 0.6
+    clearance: float = 0.02
+    l_toe: float = 0.13
+    l_heel: float = 0.07
+    zmp_margin: float = 0.015
+    mu: float = 0.6
+    n_nodes: int = 11
+    t_start: float = 0.1
+    t_end: float = 0.5
+    optimize: bool = False
+    max_iter: int = 60
+
+    def __post_init__(self):
+        _check("n_steps", self.n_steps, 3, 100, lo_open=False)
+        _check("step_length", self.step_length, 0.0, 0.4)
+        _check("step_time", self.step_time, 0.1, 5.0)
+        _check("clearance", self.clearance, 0.0, 0.2, lo_open=False)
+        _check("l_toe", self.l_toe, 0.0, 1.0)
+        _check("l_heel", self.l_heel, 0.0, 1.0)
+        _check("zmp_margin", self.zmp_margin, 0.0, min(self.l_toe, self.l_heel), lo_open=False)
+        _check("mu", self.mu, 0.0, 10.0)
+        _check("n_nodes", self.n_nodes, 3, 201, lo_open=False)
+        if self.n_nodes % 2 == 0:
+            raise ConfigError(f"planar_walk.n_nodes = {self.n_nodes} must be odd (Simpson)")
+        _check("t_start", self.t_start, 0.0, 60.0, lo_open=False)
+        _check("t_end", self.t_end, 0.0, 60.0, lo_open=False)
+        _check("max_iter", self.max_iter, 1, 10000, lo_open=False)
+
+
+def _solve3(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x with A x = b for a 3 × 3 A (Cramer's rule in plain floats: ~20× faster than LAPACK
+    through numpy at this size)."""
+    (a, b_, c), (d, e, f), (g, h, i) = A.tolist()
+    x, y, z = b.tolist()
+    ei_fh, fg_di, dh_eg = e * i - f * h, f * g - d * i, d * h - e * g
+    det = a * ei_fh + b_ * fg_di + c * dh_eg
+    return np.array([
+        (x * ei_fh + b_ * (f * z - y * i) + c * (y * h - e * z)),
+        (a * (y * i - f * z) + x * fg_di + c * (d * z - y * g)),
+        (a * (e * z - y * h) + b_ * (y * g - d * z) + x * dh_eg)]) / det
+
+
+def hermite(t: float, T: float, q0, v0, q1, v1):
+    """Cubic through (q0, v0) at 0 and (q1, v1) at T (eqs. 41–43): position, velocity, accel."""
+    s = t / T
+    s2, s3 = s * s, s * s * s
+    p = ((2 * s3 - 3 * s2 + 1) * q0 + (s3 - 2 * s2 + s) * T * v0
+         + (-2 * s3 + 3 * s2) * q1 + (s3 - s2) * T * v1)
+    dp = ((6 * s2 - 6 * s) * q0 + (3 * s2 - 4 * s + 1) * T * v0
+          + (-6 * s2 + 6 * s) * q1 + (3 * s2 - 2 * s) * T * v1) / T
+    ddp = ((12 * s - 6) * q0 + (6 * s - 4) * T * v0 + (-12 * s + 6) * q1
+           + (6 * s - 2) * T * v1) / (T * T)
+    return p, dp, ddp
+
+
+
+@dataclass
+class _Leg:
+    name: str
+    frame_id: int
+    cols: np.ndarray  # positions of hip, knee, ankle in the actuated vector
+    points: list[int]  # sole point frame ids
+
+
+@dataclass
+class Phase:
+    """One single-support step: ``stance`` (one foot) on its foothold x from ``t0`` for ``T``.
+
+    ``a = (q, q̇)`` and ``b = (q, q̇)`` are the actuated-joint boundary values; ``knot =
+    (q, q̇)`` the mid-step values of the swing-leg joints (indices ``swing_cols``).
+    """
+
+    stance: tuple[str, ...]
+    t0: float
+    T: float
+    x: float
+    a: tuple[np.ndarray, np.ndarray]
+    b: tuple[np.ndarray, np.ndarray]
+    knot: tuple[np.ndarray, np.ndarray]
+    swing_cols: np.ndarray
+
+    def joints(self, t: np.ndarray):
+        """Joint positions, velocities, accelerations at times t (n,) from the phase start:
+        one cubic for the stance leg, two (split at T/2) for the swing leg."""
+        t = np.asarray(t, float)[:, None]
+        pos, vel, acc = hermite(t, self.T, *self.a, *self.b)
+        c = self.swing_cols
+        h = 0.5 * self.T
+        first = t < h
+        p1, v1, a1 = hermite(t, h, self.a[0][c], self.a[1][c], *self.knot)
+        p2, v2, a2 = hermite(t - h, h, *self.knot, self.b[0][c], self.b[1][c])
+        pos[:, c] = np.where(first, p1, p2)
+        vel[:, c] = np.where(first, v1, v2)
+        acc[:, c] = np.where(first, a1, a2)
+        return pos, vel, acc
+
+
+@dataclass
+class NodeResult:
+    """Planned state and dynamics at one node (full q, v, v̇; τ; per-sole wrench [f_x, f_z,
+    τ_y] about its origin; swing point heights)."""
+
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    tau: np.ndarray
+    wrench: dict[str, np.ndarray]
+    heights: np.ndarray
+
+
+class PlanarGaitModel:
+    """Kinematics and constrained dynamics of the planar biped used by the gait planner.
+
+    Args:
+        robot: a ``RobotModel`` with base ``planar_xz`` and two feet of three pitch joints each
+            (hip, knee, ankle), leg segments along −z at the zero configuration.
+
+    Raises:
+        ConfigError: the robot is not such a planar biped.
+    """
+
+    def __init__(self, robot):
+        if robot.config.base != "planar_xz" or len(robot.contact_bodies) != 2:
+            raise ConfigError(f"planar_walk needs a planar_xz biped with two feet; "
+                              f"{robot.name} has base {robot.config.base!r}")
+        self.robot = robot
+        self.model = model = robot.model
+        self.data = robot.create_data()
+        self.legs: dict[str, _Leg] = {}
+        for body in robot.contact_bodies:
+            frame = model.frames[body.frame_id]
+            chain = [j for j in model.supports[frame.parentJoint] if j >= 2]
+            if len(chain) != 3:
+                raise ConfigError(f"planar_walk: foot {body.name} hangs on {len(chain)} "
+                                  "actuated joints; expected hip, knee, ankle")
+            hip = model.jointPlacements[chain[0]].translation
+            segs = [model.jointPlacements[chain[1]].translation,
+                    model.jointPlacements[chain[2]].translation, frame.placement.translation]
+            if any(abs(s[0]) > 1e-12 or s[2] >= 0 for s in segs):
+                raise ConfigError(f"planar_walk: the leg of {body.name} is not a chain along −z")
+            self.hip_x, self.hip_z = hip[0], hip[2]
+            self.l1, self.l2, self.l3 = -segs[0][2], -segs[1][2], -segs[2][2]
+            cols = np.array([robot.actuated_joint_names.index(model.names[j]) for j in chain])
+            self.legs[body.name] = _Leg(body.name, body.frame_id, cols,
+                                        [robot.point_frame_ids[i] for i in body.points])
+        self.names = tuple(self.legs)
+        self.nb = robot.n_base_v
+        self.g = float(np.linalg.norm(model.gravity.linear))
+
+    def other(self, name: str) -> str:
+        return self.names[1] if name == self.names[0] else self.names[0]
+
+    # ------------------------------------------------------------------ kinematics
+    def leg_ik(self, base: np.ndarray, x_foot: float) -> np.ndarray:
+        """Hip, knee, ankle angles putting a flat sole at (x_foot, z = 0) under the torso pose
+        ``base`` = (x, z, pitch); knee bent forward (knee ≥ 0).
+
+        Raises:
+            ConfigError: the foothold is out of reach.
+        """
+        x, z, th = base
+        c, s = np.cos(th), np.sin(th)
+        ux = x + c * self.hip_x + s * self.hip_z - x_foot  # hip minus ankle
+        uz = z - s * self.hip_x + c * self.hip_z - self.l3
+        l1, l2 = self.l1, self.l2
+        ck = (ux * ux + uz * uz - l1 * l1 - l2 * l2) / (2 * l1 * l2)
+        if not -1.0 <= ck <= 1.0:
+            raise ConfigError(f"planar_walk: foothold x = {x_foot:.3f} m out of reach of the "
+                              f"torso at {np.round(base, 4)}")
+        knee = np.arccos(ck)
+        a1 = np.arctan2(ux, uz) - np.arctan2(l2 * np.sin(knee), l1 + l2 * np.cos(knee))
+        return np.array([a1 - th, knee, -(a1 + knee)])
+
+    def _jacobian(self, name: str) -> np.ndarray:
+        return pin.getFrameJacobian(self.model, self.data, self.legs[name].frame_id,
+                                    LWA)[PLANAR_ROWS, :]
+
+    def _drift(self, name: str) -> np.ndarray:
+        acc = pin.getFrameClassicalAcceleration(self.model, self.data, self.legs[name].frame_id,
+                                                LWA)
+        return acc.vector[list(PLANAR_ROWS)]
+
+    def boundary(self, state: np.ndarray, x_stance: float, x_swing: float,
+                 stance: str) -> tuple[np.ndarray, np.ndarray]:
+        """Joint positions and velocities of a boundary state: torso ``state`` = [x, z, pitch,
+        ẋ, ż, pitch rate] (world), both soles flat and at rest on their footholds."""
+        q, v, _ = self.closed_chain(state[:3], state[3:], np.zeros(3),
+                                    {stance: x_stance, self.other(stance): x_swing}, drift=False)
+        idx = self.robot.v_idx
+        return q[self.robot.q_idx], v[idx]
+
+    def closed_chain(self, base_q, base_v, base_a, footholds: dict[str, float],
+                     drift: bool = True):
+        """Full (q, v, v̇) with both soles fixed flat at ``footholds`` and the torso motion
+        given: joints from leg IK, q̇_leg = −J_leg⁻¹ J_b v_b, q̈_leg = −J_leg⁻¹ (J_b v̇_b + J̇ v)."""
+        robot, model, data, nb = self.robot, self.model, self.data, self.nb
+        q = np.zeros(model.nq)
+        q[:nb] = base_q
+        for name, x_foot in footholds.items():
+            q[robot.q_idx[self.legs[name].cols]] = self.leg_ik(base_q, x_foot)
+        pin.computeJointJacobians(model, data, q)
+        v, a = np.zeros(model.nv), np.zeros(model.nv)
+        v[:nb], a[:nb] = base_v, base_a
+        jac = {}
+        for name in footholds:
+            pin.updateFramePlacement(model, data, self.legs[name].frame_id)
+            J = jac[name] = self._jacobian(name)
+            cols = robot.v_idx[self.legs[name].cols]
+            v[cols] = -_solve3(J[:, cols], J[:, :nb] @ base_v)
+        if drift:
+            pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
+            for name in footholds:
+                J, cols = jac[name], robot.v_idx[self.legs[name].cols]
+                pin.updateFramePlacement(model, data, self.legs[name].frame_id)
+                a[cols] = -_solve3(J[:, cols], J[:, :nb] @ base_a + self._drift(name))
+        return q, v, a
+
+    def single_support(self, q_a, v_a, a_a, stance: str, x_stance: float):
+        """Full (q, v, v̇) with the stance sole fixed flat at x_stance and the joints given."""
+        robot, model, data, nb = self.robot, self.model, self.data, self.nb
+        leg = self.legs[stance]
+        q = np.zeros(model.nq)
+        q[robot.q_idx] = q_a
+        pin.forwardKinematics(model, data, q)
+        bMs = pin.updateFramePlacement(model, data, leg.frame_id)
+        th = -np.arctan2(bMs.rotation[0, 2], bMs.rotation[0, 0])
+        c, s = np.cos(th), np.sin(th)
+        px, pz = bMs.translation[0], bMs.translation[2]
+        q[:3] = x_stance - (c * px + s * pz), s * px - c * pz, th
+        pin.computeJointJacobians(model, data, q)
+        pin.updateFramePlacement(model, data, leg.frame_id)
+        J = self._jacobian(stance)
+        v, a = np.zeros(model.nv), np.zeros(model.nv)
+        v[robot.v_idx], a[robot.v_idx] = v_a, a_a
+        Jb, Ja = J[:, :nb], J[:, robot.v_idx]
+        v[:nb] = -_solve3(Jb, Ja @ v_a)
+        pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
+        pin.updateFramePlacement(model, data, leg.frame_id)
+        a[:nb] = -_solve3(Jb, Ja @ a_a + self._drift(stance))
+        return q, v, a
+
+    def phase_state(self, phase: Phase, t: float):
+        """Full (q, v, v̇) at time t from the phase start."""
+        return self.phase_states(phase, np.array([t]))[0]
+
+    def phase_states(self, phase: Phase, t: np.ndarray) -> list:
+        """Full (q, v, v̇) at several times of a single-support phase."""
+        pos, vel, acc = phase.joints(np.asarray(t, float))
+        return [self.single_support(*x, phase.stance[0], phase.x)
+                for x in zip(pos, vel, acc, strict=True)]
+
+    def dynamics(self, q, v, a, stance: tuple[str, ...]) -> NodeResult:
+        """τ and stance wrenches from ``M v̇ + h = Sᵀτ + J_sᵀλ`` (Bravo & Rengifo eqs. 35–38;
+        minimum-norm λ with two stance feet), and the heights of the swing sole points."""
+        robot, model, data, nb = self.robot, self.model, self.data, self.nb
+        tau_full = pin.rnea(model, data, q, v, a)  # also places the joints at q
+        for name in stance:
+            pin.updateFramePlacement(model, data, self.legs[name].frame_id)
+        pin.computeJointJacobians(model, data, q)
+        Js = np.vstack([self._jacobian(name) for name in stance])
+        B = Js[:, :nb]  # J_bᵀ λ = (M v̇ + h)_b; minimum-norm λ = B (BᵀB)⁻¹ (M v̇ + h)_b
+        lam = B @ _solve3(B.T @ B, tau_full[:nb])
+        tau = tau_full[robot.v_idx] - Js[:, robot.v_idx].T @ lam
+        wrench = {name: lam[3 * k:3 * k + 3] for k, name in enumerate(stance)}
+        heights = np.array([pin.updateFramePlacement(model, data, f).translation[2]
+                            for name in self.names if name not in stance
+                            for f in self.legs[name].points])
+        return NodeResult(q, v, a, tau, wrench, heights)
+
+
+class PlanarGaitPlanner:
+    """Builds the gait of the module docstring from its 24 unknowns and optimises them.
+
+    Args:
+        gm: the ``PlanarGaitModel``.
+        q0: initial configuration (feet together, flat).
+        params: the ``PlanarGaitParams``.
+    """
+
+    def __init__(self, gm: PlanarGaitModel, q0: np.ndarray, params: PlanarGaitParams):
+        self.gm, self.p = gm, params
+        robot = gm.robot
+        pin.framesForwardKinematics(robot.model, gm.data, q0)
+        xs = [gm.data.oMf[leg.frame_id].translation[0] for leg in gm.legs.values()]
+        if abs(xs[0] - xs[1]) > 1e-6:
+            raise ConfigError(f"planar_walk starts with the feet together; q0 has soles at "
+                              f"x = {xs[0]:.4f} and {xs[1]:.4f} m")
+        self.x0 = float(np.mean(xs))
+        self.qa0 = q0[robot.q_idx].copy()
+        self.knees = [leg.cols[1] for leg in gm.legs.values()]
+        self.knee_min = robot.q_lower[self.knees]
+        self.mg = robot.mass * gm.g
+        self.z0 = float(q0[1])
+        self.base0 = q0[:3].copy()
+        self.base0[0] -= self.x0
+
+    def phases(self, x: np.ndarray) -> list[Phase]:
+        """The steps for unknowns x = [E; knot_start; knot_periodic; knot_stop]."""
+        gm, p = self.gm, self.p
+        x = np.asarray(x, float)
+        E = x[:6]
+        s, T, n = p.step_length, p.step_time, p.n_steps
+        rest = (self.qa0, np.zeros_like(self.qa0))
+        out, x_st = [], self.x0
+        for k in range(n):
+            stance = gm.names[k % 2]
+            swing_cols = gm.legs[gm.other(stance)].cols
+            start = E - np.array([s, 0, 0, 0, 0, 0])
+            start[0] += x_st
+            end = E.copy()
+            end[0] += x_st
+            a = rest if k == 0 else gm.boundary(start, x_st, x_st - s, stance)
+            b = rest if k == n - 1 else gm.boundary(end, x_st, x_st + s, stance)
+            kind = 0 if k == 0 else (2 if k == n - 1 else 1)
+            knot = x[6 + 6 * kind:12 + 6 * kind]
+            out.append(Phase((stance,), p.t_start + k * T, T, x_st, a, b, (knot[:3], knot[3:]),
+                             swing_cols))
+            x_st += s
+        return out
+
+    def evaluate_phase(self, phase: Phase, n_nodes: int | None = None):
+        """Nodes of a step: (sigma, list of NodeResult)."""
+        sigma = np.linspace(0.0, 1.0, n_nodes or self.p.n_nodes)
+        gm = self.gm
+        return sigma, [gm.dynamics(*x, phase.stance)
+                       for x in gm.phase_states(phase, sigma * phase.T)]
+
+    def phase_terms(self, phase: Phase):
+        """(∫ τᵀτ dt by Simpson's rule, constraint values ≥ 0) of one step."""
+        p = self.p
+        sigma, nodes = self.evaluate_phase(phase)
+        n = len(sigma)
+        w = np.ones(n)
+        w[1:-1:2], w[2:-1:2] = 4.0, 2.0
+        cost = phase.T / (3.0 * (n - 1)) * w @ np.array([nd.tau @ nd.tau for nd in nodes])
+        fx, fz, my = np.array([nd.wrench[phase.stance[0]] for nd in nodes]).T
+        zmp = -my / np.maximum(fz, 1e-9)
+        env = p.clearance * (4 * sigma * (1 - sigma)) ** 2
+        cons = [p.l_toe - p.zmp_margin - zmp, zmp + p.l_heel - p.zmp_margin,
+                fz / self.mg - 0.2, (p.mu * fz - np.abs(fx)) / self.mg,
+                (np.array([nd.heights for nd in nodes[1:-1]]) - env[1:-1, None]).ravel(),
+                (np.array([nd.q[self.gm.robot.q_idx][self.knees] for nd in nodes])
+                 - self.knee_min).ravel()]
+        return cost, np.concatenate(cons)
+
+    def _terms(self, x: np.ndarray, only: int | None = None):
+        """Cost terms and constraints of the start (0), periodic (1) and stop (2) steps."""
+        phases = self.phases(x)
+        picked = {0: phases[0], 1: phases[1], 2: phases[-1]}
+        return {i: self.phase_terms(ph) for i, ph in picked.items() if only in (None, i)}
+
+    def evaluate(self, x: np.ndarray):
+        """(total cost J of eq. 40, all constraints ≥ 0) for unknowns x, or None when a
+        foothold is out of reach."""
+        try:
+            terms = self._terms(x)
+        except ConfigError:
+            return None
+        mult = (1.0, self.p.n_steps - 2.0, 1.0)
+        return (sum(mult[i] * terms[i][0] for i in terms),
+                np.concatenate([terms[i][1] for i in terms]))
+
+    def initial_guess(self) -> np.ndarray:
+        """Hand-picked start: torso upright 1 cm below q0's height, 0.8 step_length ahead of
+        the stance sole at the exchange (near the landing foot), moving at the mean speed
+        step_length / step_time; swing knot = the mid-step
+        value of the straight cubic with the knee bent 0.5 rad more, the hip 0.25 rad more
+        flexed and the ankle compensating (sole kept parallel), at the cubic's velocity."""
+        p = self.p
+        E = np.array([0.8 * p.step_length, self.z0 - 0.01, 0.0, p.step_length / p.step_time,
+                      0.0, 0.0])
+        x = np.concatenate([E, np.zeros(18)])
+        bump = np.array([-0.25, 0.5, -0.25])
+        for kind, ph in enumerate(self._picked(x)):
+            pos, vel, _ = hermite(0.5 * ph.T, ph.T, *ph.a, *ph.b)
+            c = ph.swing_cols
+            x[6 + 6 * kind:12 + 6 * kind] = np.concatenate([pos[c] + bump, vel[c]])
+        return x
+
+    def _picked(self, x):
+        phases = self.phases(x)
+        return [phases[0], phases[1], phases[-1]]
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Box on the unknowns: torso within ±step_length of the stance sole, 8 cm below to
+        1 cm above q0's height, pitch ±0.3 rad, speeds ±0.6 m/s, pitch rate ±2 rad/s; knots
+        within the joint limits and ±5 rad/s."""
+        s, robot = self.p.step_length, self.gm.robot
+        lo = [np.array([-s, self.z0 - 0.08, -0.3, -0.6, -0.6, -2.0])]
+        hi = [np.array([s, self.z0 + 0.01, 0.3, 0.6, 0.6, 2.0])]
+        c = self.gm.legs[self.gm.names[0]].cols
+        for _ in range(3):
+            lo.append(np.concatenate([robot.q_lower[c], -5.0 * np.ones(3)]))
+            hi.append(np.concatenate([robot.q_upper[c], 5.0 * np.ones(3)]))
+        return np.concatenate(lo), np.concatenate(hi)
+
+    def optimize(self, x0: np.ndarray | None = None):
+        """SLSQP on the 24 unknowns (scaled). Forward-difference gradients; a knot perturbs
+        only its own step, so only that step is re-evaluated.
+
+        Returns:
+            (x, scipy OptimizeResult).
+
+        Raises:
+            ConfigError: the starting point has a foothold out of reach.
+        """
+        x0 = self.initial_guess() if x0 is None else np.asarray(x0, float)
+        scale = np.concatenate([[0.02, 0.02, 0.05, 0.1, 0.1, 0.3], np.tile([0.1] * 3 + [0.5] * 3,
+                                                                           3)])
+        n = x0.size
+        mult = (1.0, self.p.n_steps - 2.0, 1.0)
+        start = self.evaluate(x0)
+        if start is None:
+            raise ConfigError("planar_walk: the initial guess puts a foothold out of reach")
+        f_ref, n_cons = start[0], start[1].size
+        cache: dict[bytes, tuple] = {}
+
+        def split(terms):
+            return sum(mult[i] * terms[i][0] for i in terms), terms
+
+        def full(y):
+            key = y.tobytes()
+            if key in cache:
+                return cache[key]
+            x = x0 + scale * y
+            try:
+                f0, base = split(self._terms(x))
+            except ConfigError:  # out of reach: infeasible by every constraint
+                out = (10.0, -np.ones(n_cons), np.zeros(n), np.zeros((n_cons, n)))
+                cache.clear()
+                cache[key] = out
+                return out
+            c0 = np.concatenate([base[i][1] for i in range(3)])
+            offsets = np.cumsum([0] + [base[i][1].size for i in range(3)])
+            gf, gc = np.zeros(n), np.zeros((n_cons, n))
+            h = 1e-6
+            for j in range(n):
+                xj = x.copy()
+                xj[j] += h * scale[j]
+                only = None if j < 6 else (j - 6) // 6
+                try:
+                    terms = self._terms(xj, only)
+                except ConfigError:
+                    continue
+                for i, (ci, gi) in terms.items():
+                    gf[j] += mult[i] * (ci - base[i][0]) / h
+                    gc[offsets[i]:offsets[i + 1], j] = (gi - base[i][1]) / h
+            out = (f0 / f_ref, c0, gf / f_ref, gc)
+            cache.clear()
+            cache[key] = out
+            return out
+
+        lo, hi = self.bounds()
+        res = minimize(lambda y: full(y)[0], np.zeros(n), jac=lambda y: full(y)[2],
+                       method="SLSQP",
+                       bounds=list(zip((lo - x0) / scale, (hi - x0) / scale, strict=True)),
+                       constraints=[{"type": "ineq", "fun": lambda y: full(y)[1],
+                                     "jac": lambda y: full(y)[3]}],
+                       options={"maxiter": self.p.max_iter, "ftol": 1e-7})
+        return x0 + scale * res.x, res
+
+
+_CACHE: dict[tuple, np.ndarray] = {}
+
+
+class PlanarWalkBehavior(Behavior):
+    """Optimal cubic gait of the planar biped (module docstring; Bravo & Rengifo eqs. 40–45).
+
+    Args:
+        robot: the planar biped ``RobotModel``.
+        q0: initial configuration, both soles flat together on the ground, at rest.
+        **params: fields of ``PlanarGaitParams``.
+
+    Attributes:
+        phases: the steps (``Phase``); solution: the optimal unknowns; result: scipy's result
+            (None when taken from ``DEFAULT_SOLUTION`` or the in-process cache); cost: J of
+            eq. 40; footsteps: foothold x of the feet, the initial one then one per step [m];
+            planned_distance [m].
+
+    Raises:
+        ConfigError: unknown/invalid parameter, wrong robot, or no feasible gait found.
+    """
+
+    name = "planar_walk"
+
+    def __init__(self, robot, q0, **params: Any):
+        allowed = {f.name for f in dataclasses.fields(PlanarGaitParams)}
+        unknown = sorted(set(params) - allowed)
+        if unknown:
+            raise ConfigError(f"Unknown parameter(s) {', '.join(map(repr, unknown))} for "
+                              f"behavior 'planar_walk'. Allowed: {', '.join(sorted(allowed))}")
+        self.params = p = PlanarGaitParams(**params)
+        self.robot = robot
+        self.gm = PlanarGaitModel(robot)
+        q0 = np.asarray(q0, float)
+        self.planner = PlanarGaitPlanner(self.gm, q0, p)
+        self.result = None
+        key = (robot.name, robot.mass, tuple(np.round(q0, 9)),
+               dataclasses.astuple(dataclasses.replace(p, optimize=False)))
+        stored_applies = (DEFAULT_SOLUTION is not None and robot.name == "planar_biped"
+                          and dataclasses.replace(p, optimize=False) == PlanarGaitParams()
+                          and np.allclose(q0, robot.standing_configuration(), atol=1e-9))
+        if not p.optimize and stored_applies:
+            self.solution = np.array(DEFAULT_SOLUTION)
+        elif not p.optimize and key in _CACHE:
+            self.solution = _CACHE[key].copy()
+        else:
+            self.solution, self.result = self.planner.optimize()
+            _CACHE[key] = self.solution.copy()
+        found = self.planner.evaluate(self.solution)
+        if found is None or found[1].min() < -1e-5:
+            worst = "unreachable" if found is None else f"{found[1].min():.3g}"
+            raise ConfigError(f"planar_walk: no feasible gait found (worst constraint {worst})")
+        self.cost = found[0]
+        self.phases = self.planner.phases(self.solution)
+        self.t_walk_end = p.t_start + p.n_steps * p.step_time
+        self.duration = self.t_walk_end + p.t_end
+        self.footsteps = np.array([self.planner.x0] + [
+            ph.x + (p.step_length if k < p.n_steps - 1 else 0.0)
+            for k, ph in enumerate(self.phases)])
+        self.planned_distance = float(self.footsteps[-1] - self.footsteps[0])
+        self._both = self.gm.names
+
+    def phase_at(self, t: float) -> Phase | None:
+        """The step running at t (None during the initial and final holds)."""
+        p = self.params
+        if t < p.t_start or t >= self.t_walk_end:
+            return None
+        return self.phases[min(int((t - p.t_start) // p.step_time), p.n_steps - 1)]
+
+    def reference(self, t: float) -> Reference:
+        """Stance and joint references q_joints, v_joints, a_joints at time t."""
+        phase = self.phase_at(t)
+        n = self.robot.n_joints
+        if phase is None:
+            return Reference(stance=self._both, q_joints=self.planner.qa0.copy(),
+                             v_joints=np.zeros(n), a_joints=np.zeros(n))
+        q, v, a = phase.joints(np.array([t - phase.t0]))
+        return Reference(stance=phase.stance, q_joints=q[0], v_joints=v[0], a_joints=a[0])
+
+    def planned_state(self, t: float):
+        """Planned full (q, v, v̇) at t during the walk (None during the holds)."""
+        phase = self.phase_at(t)
+        return None if phase is None else self.gm.phase_state(phase, t - phase.t0)
