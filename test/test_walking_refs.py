@@ -29,10 +29,10 @@ def test_footsteps_geometry(walk):
     steps = walk.footsteps
     assert len(steps) == 5
     assert [s.swing for s in steps] == ["right_foot", "left_foot"] * 2 + ["right_foot"]
-    # Feet stay on their lines y = ±0.1 (the hips of biped3d), on the ground.
+    # Feet stay on their lines y = ±0.1 (the hips of biped3d), aimed touchdown_depth below ground.
     for s in steps:
         assert s.target[1] == pytest.approx(0.1 if s.swing == "left_foot" else -0.1, abs=1e-12)
-        assert abs(s.target[2]) < 1e-9
+        assert s.target[2] == pytest.approx(-p.touchdown_depth, abs=1e-12)
         assert s.t_land - s.t_lift == pytest.approx(p.ss_time)
     xs = [s.target[0] for s in steps]
     assert xs == pytest.approx([0.12, 0.24, 0.36, 0.48, 0.48], abs=1e-12)
@@ -66,8 +66,8 @@ def test_swing_boundary_conditions(walk):
         for target in (lift, land):
             assert np.abs(target.v).max() < 1e-12 and np.abs(target.a).max() < 1e-12
         apex = walk.swing_target(step, 0.5 * (step.t_lift + step.t_land))
-        assert apex.p[2] == pytest.approx(step.start[2] + h)
-        mid = 0.5 * (step.start + step.target)
+        mid = 0.5 * (step.start + step.target)  # the quintic is at 1/2 at mid-swing
+        assert apex.p[2] == pytest.approx(mid[2] + h)
         assert apex.p[:2] == pytest.approx(mid[:2])
         # The reference gives the swing target and the stance foot during the step.
         ref = walk.reference(0.5 * (step.t_lift + step.t_land))

@@ -30,9 +30,18 @@ for any base (free flyer, planar x–z–pitch) and any number of flat stance fe
    ``τ = (M v̇ + h)_a − J_aᵀ λ``. ``M v̇ + h`` is pinocchio's RNEA at (q, v, v̇).
 
    In double support ``J_bᵀ`` (6 × 12) leaves λ six free *internal* components (the null space
-   of ``J_bᵀ``: they change τ, not v̇). By default they are chosen so that λ has minimum
-   Euclidean norm (forces in N and moments in N·m about the sole origins, world axes); a
-   subclass may override ``internal_forces`` to impose an internal-force law (METHODS §4.2).
+   of ``J_bᵀ``: they change τ, not v̇). They are chosen to minimise
+
+       Σ_k ‖f_k‖² + ‖m_k^c‖² / ρ²,   m_k^c = m_k − (c_k − o_k) × f_k
+
+   with m_k^c the moment about the sole *centre* c_k and ρ = ``cop_length``: with ρ small the
+   internal wrenches keep both CoPs near the sole centres and the yaw moments small, i.e.
+   Sentis et al.'s zero internal forces of App. C eq. 82 (no tension beyond the minimum, CoPs
+   at the centres), and the resultant moment is made by shifting weight between the feet. The
+   plain Euclidean minimum norm (ρ = 0 selects it) mixes N and N·m and instead rolls both
+   feet onto their edges when the CoM moves sideways (seen: both soles lost contact at the
+   first weight shift of ``walk``). A subclass may override ``internal_forces`` to impose
+   another internal-force law (METHODS §4.2).
 
 Torques are clamped to ``robot.effort_limit``. Only ``Measurement.q``/``v`` are read, so the same
 object runs against the simulator or hardware (it does not use the measured wrenches).
@@ -51,7 +60,6 @@ from biped_contact_sim.control.base import (
     Controller,
     ControlOutput,
     Measurement,
-    Reference,
 )
 from biped_contact_sim.errors import ConfigError
 
@@ -82,6 +90,11 @@ class CTCSettings:
             J_s v̇ + J̇_s v = −k_s J_s v (Baumgarte stabilisation; 0 = the paper's eq. 30). A
             measured sole velocity (contact compliance, a heel starting to lift) is then
             driven to zero instead of being ignored.
+        cop_length: ρ [m], the length that weighs sole-centre moments against forces in the
+            double-support allocation (module docstring, step 4); 0: plain minimum norm.
+        unload_force: [N] in double support, a stance foot whose measured normal force
+            (Measurement.wrenches) is below this is treated as unloaded, not as a constraint
+            (0 disables; without a measured wrench the reference decides).
         rcond: relative singular-value cut-off of the least-squares solves (steps 3 and 4).
         clamp: clamp τ to the URDF effort limits (the simulator clamps anyway; reported in info).
     """
@@ -89,6 +102,8 @@ class CTCSettings:
     kp: float = 400.0
     kd: float = 40.0
     kd_stance: float = 0.0
+    cop_length: float = 0.02
+    unload_force: float = 5.0
     rcond: float = 1e-10
     clamp: bool = True
 
@@ -96,6 +111,8 @@ class CTCSettings:
         _check_positive("ctc.kp", self.kp, allow_zero=True)
         _check_positive("ctc.kd", self.kd, allow_zero=True)
         _check_positive("ctc.kd_stance", self.kd_stance, allow_zero=True)
+        _check_positive("ctc.cop_length", self.cop_length, allow_zero=True)
+        _check_positive("ctc.unload_force", self.unload_force, allow_zero=True)
         _check_positive("ctc.rcond", self.rcond)
 
 
@@ -144,8 +161,8 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
         a_joints: actuated-joint accelerations q̈_a (n_joints,).
         stance: names of the stance feet (contact bodies).
         rcond: singular-value cut-off of the least-squares solves.
-        internal: optional callable ``null_basis -> coefficients`` adding ``null_basis @ c`` to
-            the minimum-norm λ (double support internal forces).
+        internal: optional callable ``(λ₀, null_basis) -> c`` adding ``null_basis @ c`` to the
+            minimum-norm λ₀ (double support internal forces).
         kd_stance: k_s of ``J_s v̇ + J̇_s v = −k_s J_s v`` (0: the rigid constraint, eq. 30).
 
     Returns:
@@ -192,7 +209,7 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
         lam = Vt[:rank].T @ ((U[:, :rank].T @ tau_full[:nb]) / s[:rank])
         null_basis = Vt[rank:].T
         if internal is not None and null_basis.shape[1]:
-            lam = lam + null_basis @ np.asarray(internal(null_basis), float)
+            lam = lam + null_basis @ np.asarray(internal(lam, null_basis), float)
         tau = tau_full[robot.v_idx] - Ja.T @ lam
     else:  # flight: the base rows of M v̇ + h = Sᵀτ give v̇_b
         M = pin.crba(model, data, q)
@@ -233,13 +250,30 @@ class ComputedTorqueController(Controller):
         super().__init__(robot, behavior, dt, **settings)
         self.data = robot.create_data()
 
-    def internal_forces(self, meas: Measurement, ref: Reference,
+    def internal_forces(self, meas: Measurement, stance: tuple[str, ...], lam0: np.ndarray,
                         null_basis: np.ndarray) -> np.ndarray | None:
-        """Coefficients of the internal wrenches added to the minimum-norm λ (double support).
+        """Coefficients c of the internal wrenches added to the minimum-norm λ₀ (double support).
 
-        Override to impose an internal-force law; ``None`` (default) keeps minimum norm.
+        Default: the sole-centre weighted allocation of the module docstring (step 4),
+        ``c = −(W T N)⁺ W T λ₀`` with T moving each wrench to its sole centre and W weighing
+        moments by 1/ρ. Override to impose another law; ``None`` keeps λ₀.
         """
-        return None
+        rho = self.settings.cop_length
+        if rho == 0.0:
+            return None
+        rows = list(CONSTRAINT_ROWS[self.robot.config.base])
+        blocks = []
+        for body in _stance_bodies(self.robot, stance):
+            oMs = self.data.oMf[body.frame_id]  # placed by constrained_inverse_dynamics
+            d = oMs.rotation @ body.offsets.mean(axis=0)  # sole origin → sole centre
+            T = np.eye(6)
+            T[3:, :3] = -pin.skew(d)  # m^c = m − d × f
+            T[3:] /= rho
+            blocks.append(T[np.ix_(rows, rows)])
+        WT = np.zeros((len(rows) * len(blocks),) * 2)
+        for k, block in enumerate(blocks):
+            WT[len(rows) * k:len(rows) * (k + 1), len(rows) * k:len(rows) * (k + 1)] = block
+        return -np.linalg.lstsq(WT @ null_basis, WT @ lam0, rcond=None)[0]
 
     def compute(self, meas: Measurement) -> ControlOutput:
         """Torques for ``meas`` tracking ``behavior.reference(meas.t)`` (eqs. 34–39)."""
@@ -255,11 +289,19 @@ class ComputedTorqueController(Controller):
         q_err = ref.q_joints - q_a
         a_des = a_ref + s.kd * (v_ref - v_a) + s.kp * q_err
 
-        def law(null_basis):
-            c = self.internal_forces(meas, ref, null_basis)
+        def law(lam0, null_basis):
+            c = self.internal_forces(meas, stance, lam0, null_basis)
             return np.zeros(null_basis.shape[1]) if c is None else c
 
-        dyn = constrained_inverse_dynamics(robot, self.data, meas.q, meas.v, a_des, ref.stance,
+        stance = tuple(ref.stance)
+        if len(stance) > 1 and s.unload_force > 0.0:
+            # A foot the reference still has in support but whose measured normal force fell
+            # below unload_force no longer constrains anything: holding it as a rigid
+            # constraint would command motions the unilateral ground cannot enforce.
+            loaded = tuple(f for f in stance if f not in meas.wrenches
+                           or meas.wrenches[f][2] >= s.unload_force)
+            stance = loaded or stance
+        dyn = constrained_inverse_dynamics(robot, self.data, meas.q, meas.v, a_des, stance,
                                            s.rcond, law, s.kd_stance)
         tau = dyn.tau
         limit = robot.effort_limit
@@ -268,7 +310,7 @@ class ComputedTorqueController(Controller):
             tau = np.clip(tau, -limit, limit)
         info = {
             "lam": dyn.lam,
-            "stance": tuple(ref.stance),
+            "stance": stance,
             "a_des": a_des,
             "q_err": q_err,
             "tracking_error": float(np.sqrt(np.mean(q_err ** 2))),

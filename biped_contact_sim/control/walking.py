@@ -74,6 +74,10 @@ class WalkParams:
         ss_time: single-support duration [s].
         ds_time: double-support duration [s] (also the initial ZMP shift).
         swing_height: apex of the swing sole [m].
+        touchdown_depth: the swing sole aims this far below the ground at touch-down [m]:
+            tracking errors of a few tens of µm otherwise leave the landing foot hovering,
+            unloaded, while the ZMP reference moves onto it. The ground stops the foot; the
+            remaining joint error is absorbed by the closed chain of double support.
         t_init: initial double-support hold, ≥ ds_time [s]; the ZMP starts moving at
             t_init − ds_time, keep that ≥ preview_time for a transient-free start.
         t_final: final double-support hold [s].
@@ -90,6 +94,7 @@ class WalkParams:
     ss_time: float = 0.6
     ds_time: float = 0.2
     swing_height: float = 0.04
+    touchdown_depth: float = 0.002
     t_init: float = 1.5
     t_final: float = 1.0
     dt: float = 0.005
@@ -107,6 +112,7 @@ class WalkParams:
         _check("ss_time", self.ss_time, 0.05, 10.0)
         _check("ds_time", self.ds_time, 0.0, 10.0)
         _check("swing_height", self.swing_height, 0.0, 0.3)
+        _check("touchdown_depth", self.touchdown_depth, 0.0, 0.02, lo_open=False)
         _check("t_init", self.t_init, self.ds_time, 60.0, lo_open=False)
         _check("t_final", self.t_final, 0.0, 60.0, lo_open=False)
         _check("dt", self.dt, 0.0, 0.05)
@@ -266,6 +272,7 @@ class WalkBehavior(Behavior):
             swing, stance = (right, left) if k % 2 else (left, right)
             target = pos[swing].copy()
             target[0] = x_start + min(k, p.n_steps - 1) * p.step_length
+            target[2] = -p.touchdown_depth  # aim slightly below the ground: a firm touch-down
             self.footsteps.append(Footstep(swing, stance, pos[swing].copy(), target, t,
                                            t + p.ss_time))
             pos[swing] = target
