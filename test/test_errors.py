@@ -13,14 +13,17 @@ from biped_contact_sim.sim.simulator import SimSettings, Simulator
 
 def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ConfigError, match=r"Unknown contact_model: 'foobar'\. Valid names: "
-                       r"penalty_fl, spring_damper"):
+                       r"acceleration_lcp, gauss_seidel, penalty_fl, spring_damper, time_stepping"):
         make_contact_model("foobar")
-    with pytest.raises(ConfigError, match="ball, drop, planar_walk, plate, push, ramp, stand, sway, walk"):
+    with pytest.raises(ConfigError,
+                       match="ball, drop, planar_walk, plate, push, ramp, stand, sway, walk"):
         get_scenario("walk_on_moon")
     with pytest.raises(ConfigError, match="semi_implicit_euler, rk4"):
         SimSettings(integrator="verlet")
-    with pytest.raises(ConfigError, match="Allowed: epsilon, kp, kv, rank_rtol"):
-        make_contact_model("penalty_fl", stiffness=1.0)
+    with pytest.raises(ConfigError, match="'kp' for contact model 'spring_damper'. Allowed: "
+                       "clamp, damping, hc_damping, hc_exponent, law, stiffness, "
+                       "tangential_damping, tangential_stiffness"):
+        make_contact_model("spring_damper", kp=1.0)
 
 
 @pytest.mark.parametrize("name", sorted(CONTACT_MODELS))
