@@ -71,6 +71,8 @@ def make_plots(result: RunResult, out_dir: Path, extra_runs: bool = True) -> lis
         paths += _ramp_plots(result, plot_dir, extra_runs)
     if result.scenario.biped:
         paths += _biped_plots(result, plot_dir, extra_runs)
+    if result.behavior is not None:
+        paths += _controller_plots(result, plot_dir)
     paths.append(_energy_plot(result, plot_dir))
     return paths
 
@@ -475,6 +477,121 @@ def _biped_plots(result: RunResult, plot_dir: Path, extra_runs: bool) -> list[Pa
     if extra_runs and result.scenario.name == "stand" and result.contact_model == "penalty_fl":
         paths.append(_save(_epsilon_figure(result), plot_dir / "normal_forces_epsilon.png"))
     paths.append(_save(_zmp_figure(result), plot_dir / "zmp.png"))
+    return paths
+
+
+# ------------------------------------------------------------------------------- control
+
+
+def _info_series(result: RunResult, key: str) -> np.ndarray | None:
+    """(samples, ...) of a controller diagnostic, NaN where a sample lacks it; None if none has
+    it."""
+    values = [smp.info.get(key) for smp in result.samples]
+    shapes = {np.shape(v) for v in values if v is not None}
+    if not shapes or len(shapes) > 1:
+        return None
+    shape = shapes.pop()
+    return np.array([np.full(shape, np.nan) if v is None else np.asarray(v, float)
+                     for v in values])
+
+
+def _controller_plots(result: RunResult, plot_dir: Path) -> list[Path]:
+    """Figures of a controlled run: CoM and ZMP over the footprints, torques against limits,
+    CoPs, CoM tracking, joint tracking (ctc) and internal forces against references (wbc)."""
+    title = f"{result.scenario.name} / {result.contact_model} / {result.controller}"
+    t = _time(result)
+    paths = []
+
+    top = Figure(figsize=(11.0, 5.0), layout="constrained")
+    ax = top.subplots()
+    every = max(1, len(result.samples) // 40)
+    for k, smp in enumerate(result.samples[::every]):
+        polygon = smp.obs.support_polygon
+        if len(polygon) >= 3:
+            closed = np.vstack([polygon, polygon[:1]])
+            ax.plot(closed[:, 0], closed[:, 1], color="0.75", lw=0.6,
+                    label="support polygons" if k == 0 else None)
+    com = np.array([smp.obs.com[:2] for smp in result.samples])
+    zmp = np.array([smp.obs.zmp[:2] if smp.obs.zmp is not None else (np.nan, np.nan)
+                    for smp in result.samples])
+    ax.plot(zmp[:, 0], zmp[:, 1], lw=0.8, color="C3", label="force ZMP")
+    ax.plot(com[:, 0], com[:, 1], lw=1.5, color="C0", label="CoM (ground projection)")
+    com_ref = _info_series(result, "com_ref")
+    if com_ref is not None and com_ref.ndim == 2:
+        ax.plot(com_ref[:, 0], com_ref[:, 1], "--", lw=1.0, color="C2", label="CoM reference")
+    ax.set(xlabel="x [m]", ylabel="y [m]", aspect="equal",
+           title=f"{title}: CoM and ZMP over the support polygons")
+    ax.legend(fontsize="small")
+    paths.append(_save(top, plot_dir / "com_zmp_footprints.png"))
+
+    limits = result.robot.effort_limit
+    tau = np.array([smp.step.tau for smp in result.samples])
+    fig = Figure(figsize=(11.0, 4.5), layout="constrained")
+    ax = fig.subplots()
+    for j, name in enumerate(result.robot.actuated_joint_names):
+        ax.plot(t, tau[:, j] / limits[j], lw=0.7, label=name)
+    ax.axhline(1.0, color="k", ls=":")
+    ax.axhline(-1.0, color="k", ls=":")
+    ax.set(xlabel="t [s]", ylabel="τ_j / τ_max,j", title=f"{title}: torques against limits")
+    ax.legend(fontsize="xx-small", ncol=4)
+    paths.append(_save(fig, plot_dir / "torques.png"))
+
+    fig = Figure(figsize=(11.0, 6.0), layout="constrained")
+    axes = fig.subplots(2, 1, sharex=True)
+    for k, body in enumerate(result.robot.contact_bodies):
+        cop = np.array([smp.obs.feet[k].cop[:2] if smp.obs.feet[k].cop is not None
+                        else (np.nan, np.nan) for smp in result.samples])
+        for row in range(2):
+            axes[row].plot(t, cop[:, row], lw=0.8, label=f"CoP {body.name}")
+    cop_refs = _info_series(result, "cop_refs")
+    if cop_refs is not None and cop_refs.ndim == 3:
+        for i in range(cop_refs.shape[1]):
+            for row in range(2):
+                axes[row].plot(t, cop_refs[:, i, row], "--", lw=0.7, color="0.3",
+                               label="CoP targets" if i == 0 and row == 0 else None)
+    for row, axis in enumerate("xy"):
+        axes[row].set(ylabel=f"{axis} [m]")
+        axes[row].legend(fontsize="x-small")
+    axes[1].set_xlabel("t [s]")
+    axes[0].set_title(f"{title}: centres of pressure (world)")
+    paths.append(_save(fig, plot_dir / "cops.png"))
+
+    com = np.array([smp.obs.com for smp in result.samples])
+    if com_ref is not None and com_ref.ndim == 2:
+        fig = Figure(figsize=(11.0, 4.0), layout="constrained")
+        ax = fig.subplots()
+        for i, axis in enumerate("xyz"):
+            ax.plot(t, 1e3 * (com[:, i] - com_ref[:, i]), lw=0.8, label=f"{axis}")
+        ax.set(xlabel="t [s]", ylabel="CoM − reference [mm]", title=f"{title}: CoM tracking")
+        ax.legend(fontsize="small")
+        paths.append(_save(fig, plot_dir / "com_tracking.png"))
+
+    q_err = _info_series(result, "q_err")
+    if q_err is not None and q_err.ndim == 2:
+        fig = Figure(figsize=(11.0, 4.0), layout="constrained")
+        ax = fig.subplots()
+        ax.plot(t, np.degrees(np.sqrt(np.nanmean(q_err ** 2, axis=1))), label="RMS over joints")
+        ax.plot(t, np.degrees(np.nanmax(np.abs(q_err), axis=1)), lw=0.7, label="max")
+        ax.axhline(1.0, color="k", ls=":", label="1°")
+        ax.set(xlabel="t [s]", ylabel="joint error [deg]", title=f"{title}: joint tracking")
+        ax.legend(fontsize="small")
+        paths.append(_save(fig, plot_dir / "joint_tracking.png"))
+
+    f_int, f_ref = _info_series(result, "f_int"), _info_series(result, "f_int_ref")
+    if f_int is not None and f_ref is not None and f_int.shape == f_ref.shape:
+        labels = next((smp.info["f_int_labels"] for smp in result.samples
+                       if "f_int_labels" in smp.info), None)
+        n = f_int.shape[1]
+        fig = Figure(figsize=(11.0, 2.0 * n), layout="constrained")
+        axes = fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
+        for i, ax in enumerate(axes):
+            ax.plot(t, f_int[:, i], lw=0.8, label="measured")
+            ax.plot(t, f_ref[:, i], "--", lw=0.8, label="reference")
+            ax.set(ylabel=str(labels[i]) if labels is not None else f"F_int[{i}]")
+        axes[0].legend(fontsize="small")
+        axes[0].set_title(f"{title}: internal forces (Sentis et al. eq. 82) against references")
+        axes[-1].set_xlabel("t [s]")
+        paths.append(_save(fig, plot_dir / "internal_forces.png"))
     return paths
 
 
