@@ -389,6 +389,8 @@ def _accumulate(result: RunResult, step: StepResult, mu: float) -> None:
 def biped_metrics(result: RunResult) -> dict[str, Any]:
     """Whole-run figures of a biped run, from the recorded samples (DESIGN "summary.json").
 
+    * ``min_point_normal_force_N``: the smallest normal force of any contact point in any
+      sample (0: some vertex unloaded or lifted);
     * ``torque_saturation_fraction``: samples with some |τ_j| ≥ 0.999 τ_max,j;
     * ``com_travel_m``: CoM displacement (x, y) from the first to the last sample;
     * with a behaviour: ``planned_distance_m`` (if it plans one), ``progress_fraction``,
@@ -402,7 +404,10 @@ def biped_metrics(result: RunResult) -> dict[str, Any]:
     limit = robot.effort_limit
     tau = np.array([s.step.tau for s in samples])
     com = np.array([s.obs.com for s in samples])
+    fn = np.array([s.step.f_contact[:, 2] for s in samples])
     out: dict[str, Any] = {
+        # below 0+ means some sole vertex carried no load at some sample (a lifting foot edge)
+        "min_point_normal_force_N": float(fn.min()) if fn.size else None,
         "torque_saturation_fraction": float(np.mean((np.abs(tau) >= 0.999 * limit).any(axis=1))),
         "max_torque_ratio": float((np.abs(tau) / limit).max()),
         "com_travel_m": [float(x) for x in com[-1, :2] - com[0, :2]],
@@ -433,4 +438,41 @@ def biped_metrics(result: RunResult) -> dict[str, Any]:
         previous = stance
     out["stance_slip_max_m"] = slip
     out["steps_completed"] = touchdowns
+    out.update(_tracking_metrics(result))
+    return out
+
+
+def _tracking_metrics(result: RunResult, settle: float = 0.5) -> dict[str, Any]:
+    """Tracking figures from the controller's diagnostics after ``settle`` seconds, against
+    what is measured: CoM error (``com_error``), joint tracking RMS (``q_err``), internal
+    tension from the measured sole wrenches against its reference (``tension``,
+    ``tension_ref``), and each stance foot's measured CoP (from the contact forces) against its
+    target (``cop_refs``, world, in ``stance`` order)."""
+    names = [b.name for b in result.robot.contact_bodies]
+    com, q_rms, tension, cop = [], [], [], []
+    for smp in result.samples:
+        info = smp.info
+        if smp.step.t < settle or not info:
+            continue
+        if np.isfinite(info.get("com_error", np.nan)):
+            com.append(info["com_error"])
+        if "q_err" in info:
+            q_rms.append(float(np.sqrt(np.mean(np.square(info["q_err"])))))
+        if "tension" in info and np.isfinite(info["tension"]):
+            tension.append(abs(info["tension"] - info["tension_ref"]))
+        for i, foot in enumerate(info.get("stance", ())):
+            refs = info.get("cop_refs")
+            measured = smp.obs.feet[names.index(foot)].cop
+            if refs is not None and i < len(refs) and measured is not None:
+                cop.append(float(np.linalg.norm(measured[:2] - refs[i][:2])))
+    out: dict[str, Any] = {}
+    if com:
+        out["com_error_max_m"] = float(np.max(com))
+    if q_rms:
+        out["joint_tracking_rms_deg"] = float(np.degrees(np.sqrt(np.mean(np.square(q_rms)))))
+    if tension:
+        out["tension_error_max_N"] = float(np.max(tension))
+        out["tension_error_rms_N"] = float(np.sqrt(np.mean(np.square(tension))))
+    if cop:
+        out["cop_error_max_m"] = float(np.max(cop))
     return out
