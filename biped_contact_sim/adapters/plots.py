@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 
 from biped_contact_sim.adapters.recorder import base_motion
 from biped_contact_sim.adapters.runner import RunResult, fidelity_residuals, run
+from biped_contact_sim.control.feasibility import plot_stability_cloud, robot_stability_cloud
 
 PLOTS_DIR = "plots"
 DPI = 120
@@ -40,6 +41,8 @@ STAND_EPSILONS = (0.0, 1e-6)  # ε of Rengifo et al. Fig. 13 and 14 [m]
 ZMP_MIN_SPAN = 0.02  # smallest y range of the ZMP-against-time panels [m]
 
 
+STABILITY_GRID_X = np.linspace(-0.15, 0.2, 36)  # [m] CoM grid of the stability cloud
+STABILITY_GRID_Y = np.linspace(-0.2, 0.2, 41)
 RESIDUAL_FLOOR = 1e-12
 RESIDUAL_PANELS = (("penetration_m", 1e3, "penetration [mm]"),
                    ("cone_violation_N", 1.0, "cone violation [N]"),
@@ -576,6 +579,16 @@ def _controller_plots(result: RunResult, plot_dir: Path) -> list[Path]:
         ax.set(xlabel="t [s]", ylabel="joint error [deg]", title=f"{title}: joint tracking")
         ax.legend(fontsize="small")
         paths.append(_save(fig, plot_dir / "joint_tracking.png"))
+
+    first = result.samples[0]
+    if len(first.info.get("stance", ())) == len(result.robot.contact_bodies) > 1:
+        # Sentis et al. §IV-B, Fig. 7: CoM positions statically feasible on the initial soles
+        cloud = robot_stability_cloud(result.robot, first.step.q, STABILITY_GRID_X,
+                                      STABILITY_GRID_Y)
+        path = plot_dir / "stability_cloud.png"
+        plot_stability_cloud(cloud, path, title=f"{title}: CoM static stability cloud "
+                             "(Sentis et al. §IV-B)")
+        paths.append(path)
 
     f_int, f_ref = _info_series(result, "f_int"), _info_series(result, "f_int_ref")
     if f_int is not None and f_ref is not None and f_int.shape == f_ref.shape:
