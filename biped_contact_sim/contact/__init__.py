@@ -5,13 +5,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from biped_contact_sim.contact.acceleration_lcp import AccelerationLCPContact
 from biped_contact_sim.contact.base import ContactModel, ContactResult, ContactState
+from biped_contact_sim.contact.gauss_seidel import GaussSeidelContact
 from biped_contact_sim.contact.penalty_fl import PenaltyFLContact
 from biped_contact_sim.contact.spring_damper import SpringDamperContact
+from biped_contact_sim.contact.time_stepping import TimeSteppingContact
 from biped_contact_sim.errors import unknown_name
 
 CONTACT_MODELS: dict[str, type[ContactModel]] = {
-    cls.name: cls for cls in (SpringDamperContact, PenaltyFLContact)
+    cls.name: cls for cls in (SpringDamperContact, PenaltyFLContact, GaussSeidelContact,
+                              TimeSteppingContact, AccelerationLCPContact)
 }
 
 
