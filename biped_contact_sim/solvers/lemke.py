@@ -29,6 +29,7 @@ from biped_contact_sim.errors import InputError
 from biped_contact_sim.solvers.result import (
     BAD_VALUE,
     STATUS_CONVERGED,
+    STATUS_INACCURATE,
     STATUS_MAX_PIVOTS,
     STATUS_RAY,
     SolverResult,
@@ -44,6 +45,9 @@ _WHO = "lemke"
 _TIE_TOL = 1e-12
 # The final basis is re-solved from the original data when the residual exceeds this · max|b|.
 _POLISH_TOL = 1e-13
+# A terminal basis whose answer still misses by more than this · max(1, max|b|) (round-off in a
+# near-singular tableau, cond(A) ~ 1e18 for coplanar sole points) is reported as inaccurate.
+_ACCEPT_TOL = 1e-6
 
 
 def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12,
@@ -163,6 +167,9 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12,
     res = _residual(z, w)
     if status == STATUS_CONVERGED and res > _POLISH_TOL * beta:
         z, w, res = _polish(A, b, basis[is_z] - n, z, w, res)
+    if status == STATUS_CONVERGED and (res > _ACCEPT_TOL * max(1.0, np.abs(b).max())
+                                       or w.min() < -_ACCEPT_TOL * max(1.0, np.abs(b).max())):
+        status = STATUS_INACCURATE
     return SolverResult(z, w, status == STATUS_CONVERGED, status, pivots, res)
 
 

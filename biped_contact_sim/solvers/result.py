@@ -22,6 +22,7 @@ STATUS_RAY = "ray_termination"
 STATUS_MAX_PIVOTS = "max_pivots"
 STATUS_MAX_ITER = "max_iterations"
 STATUS_LINE_SEARCH = "line_search_failed"
+STATUS_INACCURATE = "inaccurate"  # terminated normally, but the answer does not solve the problem
 
 NOT_SQUARE = "{who}: {name} must be a square (n, n) matrix; got shape {shape}"
 BAD_LENGTH = "{who}: {name} must have shape ({n},) to match {other}; got shape {shape}"
