@@ -91,7 +91,7 @@ def test_torques_are_clamped_to_effort_limits():
 ])
 def test_badly_typed_set_values_are_config_errors(sets, match):
     with pytest.raises(ConfigError, match=match):
-        run("stand", "penalty_fl", duration=0.01, sets=sets)
+        run("stand", "penalty_fl", controller="joint_pd", duration=0.01, sets=sets)
 
 
 def test_zero_dt_is_refused_not_replaced():

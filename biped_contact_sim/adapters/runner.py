@@ -352,7 +352,9 @@ def fidelity_residuals(step: StepResult, mu: float) -> dict[str, float]:
         penetration_m      max (−φ)⁺ over all points
 
     A rigid-contact model that meets its laws exactly gives zeros; penalty models show how far
-    their compliance is from them.
+    their compliance is from them. On a restitution impact step (e > 0) Newton's law gives
+    v_n⁺ = −e v_n⁻ > 0 with an impulse f_n > 0, so the Signorini residual is large there by
+    design: it measures velocity-level complementarity, which restitution deliberately breaks.
     """
     fc, vn = step.f_contact, step.vc_next
     out = {"signorini_W": 0.0, "dissipation_gap_W": 0.0, "cone_violation_N": 0.0,

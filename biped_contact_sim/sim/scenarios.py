@@ -166,12 +166,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller=_PD,
         biped=True),
     Scenario(
-        "stand", "3-D biped standing on flat ground, joints held by a PD (Rengifo et al. "
-        "Fig. 12-14: vertex heights and normal forces).", "biped3d", duration=3.0, dt=1e-3,
+        "stand", "3-D biped standing on flat ground under whole-body control (Rengifo et al. "
+        "Fig. 12-14: vertex heights and normal forces; --controller joint_pd for the PD hold).",
+        "biped3d", duration=3.0, dt=1e-3,
         params={"height": Param(0.0, "initial height of the soles [m]"),
                 "mu": Param(0.8, "friction coefficient"),
                 "mass_scale": Param(1.0, "scale every mass and inertia of the robot")},
-        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller=_PD,
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",
         biped=True, behavior="stand"),
     Scenario(
         "sway", "3-D biped in double support, whole-body control: CoM vertical sinusoid and a "
