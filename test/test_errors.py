@@ -20,9 +20,9 @@ def test_unknown_names_list_the_valid_ones():
         get_scenario("walk_on_moon")
     with pytest.raises(ConfigError, match="semi_implicit_euler, rk4"):
         SimSettings(integrator="verlet")
-    with pytest.raises(ConfigError, match="'kp' for contact model 'spring_damper'. Allowed: "
-                       "clamp, damping, hc_damping, hc_exponent, law, stiffness, "
-                       "tangential_damping, tangential_stiffness"):
+    with pytest.raises(ConfigError, match=r"'kp' for contact model 'spring_damper'\. Allowed: "
+                       r"clamp, damping, hc_damping, hc_exponent, law, stiffness, "
+                       r"tangential_damping, tangential_stiffness"):
         make_contact_model("spring_damper", kp=1.0)
 
 

@@ -74,6 +74,29 @@ def test_swing_boundary_conditions(walk):
         assert ref.stance == (step.stance,) and set(ref.feet) == {step.swing}
 
 
+def test_touchdown_depth_and_rise_back(walk):
+    """The swing sole aims touchdown_depth below the ground at t_land, rises back to z = 0
+    during the following double support (quintic; velocity and acceleration the derivatives)
+    and every lift-off starts from the ground: both soles at z = 0 whenever a foot lifts."""
+    p = walk.params
+    d, T = p.touchdown_depth, p.ds_time
+    assert d > 0.0
+    for step in walk.footsteps:
+        assert step.start[2] == pytest.approx(0.0, abs=1e-12)
+        assert walk.foot_state(step.swing, step.t_land).p[2] == pytest.approx(-d, abs=1e-15)
+        assert walk.foot_state(step.swing, step.t_land + T).p[2] == pytest.approx(0.0, abs=1e-12)
+        assert walk.foot_state(step.swing, step.t_land + 0.5 * T).p[2] == pytest.approx(-d / 2)
+        for frac in (0.0, 0.3, 0.7):
+            t, h = step.t_land + frac * T + 1e-4, 1e-6
+            st = walk.foot_state(step.swing, t)
+            dp = (walk.foot_state(step.swing, t + h).p - walk.foot_state(step.swing, t - h).p)
+            dv = (walk.foot_state(step.swing, t + h).v - walk.foot_state(step.swing, t - h).v)
+            assert st.v == pytest.approx(dp / (2 * h), abs=1e-9)
+            assert st.a == pytest.approx(dv / (2 * h), abs=1e-6)
+        feet = walk.feet_at(step.t_lift)
+        assert [pos[2] for pos in feet.values()] == pytest.approx([0.0, 0.0], abs=1e-12)
+
+
 def test_zmp_preview_in_support_and_tracks(walk):
     """Cart-table ZMP p = c − z_c c̈/g of the planned CoM: inside the planned support polygon
     (stance sole in single support, hull of both in double support) and close to p_ref."""

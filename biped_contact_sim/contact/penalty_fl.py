@@ -1,7 +1,11 @@
 """``penalty_fl``: penalty contact by input–output feedback linearization (Rengifo et al.).
 
-METHODS §2.2. Active set ``A = {i : φ_i ≤ 0}``. Desired contact accelerations (eq. 17, with the
-ε variant of §V read as an allowed depth: the point settles at φ = −ε):
+METHODS §2.2. Active set ``A = {i : φ_i ≤ δ}`` with δ = ``contact_tolerance`` (our addition, 1 nm:
+a sole placed exactly on the ground has φ ≈ +1e-17 from the round-off of the forward kinematics;
+with δ = 0 such a robot starts in free fall for one step, which is enough to throw a
+computed-torque controller that assumed the support; the paper's set is δ = 0). Desired contact
+accelerations (eq. 17, with the ε variant of §V read as an allowed depth: the point settles at
+φ = −ε):
 
     p̈ᵈ_i = [ −k_v ṗ_t1,i,  −k_v ṗ_t2,i,  −k_p (φ_i + ε) − k_v min(0, φ̇_i) ]
 
@@ -60,6 +64,7 @@ class PenaltyFLSettings:
         max_active_set_iterations: cap on the eq. 18 solves per step with "active_set".
         separation_damping: damp φ̇ in both directions (−k_v φ̇ instead of eq. 17's
             −k_v min(0, φ̇); module docstring).
+        contact_tolerance: δ [m], points with φ ≤ δ are in the active set (module docstring).
     """
 
     kp: float = 500.0
@@ -69,6 +74,7 @@ class PenaltyFLSettings:
     unilateral: str = "active_set"
     max_active_set_iterations: int = 8
     separation_damping: bool = False
+    contact_tolerance: float = 1e-9
 
     def __post_init__(self):
         if self.unilateral not in UNILATERAL:
@@ -85,6 +91,7 @@ class PenaltyFLSettings:
         positive("penalty_fl.kv", self.kv)
         positive("penalty_fl.epsilon", self.epsilon, allow_zero=True)
         positive("penalty_fl.rank_rtol", self.rank_rtol)
+        positive("penalty_fl.contact_tolerance", self.contact_tolerance, allow_zero=True)
 
 
 class PenaltyFLContact(ContactModel):
@@ -110,7 +117,7 @@ class PenaltyFLContact(ContactModel):
         s = self.settings
         m = state.n_points
         f = np.zeros((m, 3))
-        active = state.phi <= 0.0
+        active = state.phi <= s.contact_tolerance
         idx = np.flatnonzero(active)
         if idx.size == 0:
             return ContactResult(f, active, {"rank": 0, "residual": 0.0, "saturated": 0,

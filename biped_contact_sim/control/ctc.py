@@ -43,8 +43,30 @@ for any base (free flyer, planar x–z–pitch) and any number of flat stance fe
    first weight shift of ``walk``). A subclass may override ``internal_forces`` to impose
    another internal-force law (METHODS §4.2).
 
-Torques are clamped to ``robot.effort_limit``. Only ``Measurement.q``/``v`` are read, so the same
-object runs against the simulator or hardware (it does not use the measured wrenches).
+   Load shares (our addition, ``load_share``): with two stance feet and a reference that has
+   a CoM trajectory, the allocation instead minimises
+
+       Σ_k (‖f_k − α_k F‖² + ‖m_k^c‖² / ρ²) / α_k²,
+       α_2 = clip((p − c_1)·(c_2 − c_1) / ‖c_2 − c_1‖², α_min, 1 − α_min),  α_1 = 1 − α_2,
+       p = c_xy − (c_z − z_s) c̈_xy / (g + c̈_z),
+
+   with F = Σ_k f_k (fixed by the base rows, internal wrenches do not change it), p the
+   reference's cart-table ZMP (Kajita et al. 2003; z_s the soles' mean height) projected on the
+   segment between the sole centres c_k, α_min = ``MIN_SHARE``. When the commanded motion's ZMP
+   is p the minimiser is f_k = α_k F with zero centre moments: both feet see the same friction
+   ratio, and the foot the reference unloads sees its whole wrench go to zero continuously by
+   the end of double support (and a landing foot starts from zero), so the switches between
+   single and double support are smooth. A mismatch between the commanded ZMP and p is taken
+   by the more loaded foot's CoP when α_small/α_large < ρ/‖c_2 − c_1‖ (the 1/α_k² weights)
+   rather than by shifting weight onto the unloading foot. Seen without it on ``walk``: the
+   plain allocation split the tangential force evenly, the unloading foot kept half of it on
+   a few newtons of normal load and rocked at the second lift-off; with weights 1/α_k only,
+   residual moments were made by weight shifts that left a landing foot unloaded or loaded a
+   foot that did not touch yet.
+
+Torques are clamped to ``robot.effort_limit``. The law reads ``Measurement.q``/``v``; the measured
+sole wrenches only decide an early release of a foot the reference is lifting (``contact_set``),
+so the same object runs against the simulator or hardware.
 """
 
 from __future__ import annotations
@@ -60,6 +82,7 @@ from biped_contact_sim.control.base import (
     Controller,
     ControlOutput,
     Measurement,
+    Reference,
 )
 from biped_contact_sim.errors import ConfigError
 
@@ -71,6 +94,9 @@ CONSTRAINT_ROWS: dict[str, tuple[int, ...]] = {
     "planar_xz": (0, 2, 4),  # x, z, pitch: the sagittal plane
     "translation": (0, 1, 2),
 }
+
+#: Smallest load share α_k of a stance foot in the double-support allocation (weights 1/α_k).
+MIN_SHARE = 1e-3
 
 
 def _check_positive(field: str, value: float, allow_zero: bool = False) -> None:
@@ -92,9 +118,13 @@ class CTCSettings:
             driven to zero instead of being ignored.
         cop_length: ρ [m], the length that weighs sole-centre moments against forces in the
             double-support allocation (module docstring, step 4); 0: plain minimum norm.
-        unload_force: [N] in double support, a stance foot whose measured normal force
-            (Measurement.wrenches) is below this is treated as unloaded, not as a constraint
-            (0 disables; without a measured wrench the reference decides).
+        unload_force: [N] in double support, a stance foot the reference lifts within
+            ``lookahead`` whose measured normal force (Measurement.wrenches) is below this is
+            released early (``contact_set``; 0 disables).
+        lookahead: [s] how far ahead ``contact_set`` reads the reference's stance (> 0).
+        load_share: in double support, allocate the wrenches in proportion to the load
+            share taken from the reference's cart-table ZMP (module docstring, step 4; our
+            addition). Needs ``Reference.com``/``com_acc``; without them it has no effect.
         rcond: relative singular-value cut-off of the least-squares solves (steps 3 and 4).
         clamp: clamp τ to the URDF effort limits (the simulator clamps anyway; reported in info).
     """
@@ -104,6 +134,8 @@ class CTCSettings:
     kd_stance: float = 0.0
     cop_length: float = 0.02
     unload_force: float = 5.0
+    lookahead: float = 0.02
+    load_share: bool = True
     rcond: float = 1e-10
     clamp: bool = True
 
@@ -113,7 +145,10 @@ class CTCSettings:
         _check_positive("ctc.kd_stance", self.kd_stance, allow_zero=True)
         _check_positive("ctc.cop_length", self.cop_length, allow_zero=True)
         _check_positive("ctc.unload_force", self.unload_force, allow_zero=True)
+        _check_positive("ctc.lookahead", self.lookahead)
         _check_positive("ctc.rcond", self.rcond)
+        if not isinstance(self.load_share, bool):
+            raise ConfigError(f"ctc.load_share = {self.load_share!r} must be true or false")
 
 
 @dataclass
@@ -240,7 +275,7 @@ class ComputedTorqueController(Controller):
     ``compute`` returns ``ControlOutput(tau, info)`` with info keys ``lam`` (per stance foot
     wrench, world axes, about the sole origin), ``stance``, ``a_des``, ``q_err`` [rad],
     ``tracking_error`` (RMS of q_err) [rad], ``constraint_residual`` (‖q̈_a − q̈_aᵈ‖),
-    ``saturated`` (number of clamped joints).
+    ``saturated`` (number of clamped joints), ``load_share`` (α_k of the stance feet or None).
     """
 
     name = "ctc"
@@ -250,30 +285,85 @@ class ComputedTorqueController(Controller):
         super().__init__(robot, behavior, dt, **settings)
         self.data = robot.create_data()
 
+    def contact_set(self, meas: Measurement, ref: Reference) -> tuple[str, ...]:
+        """The feet held as stance constraints at ``meas.t`` (our addition to eq. 30).
+
+        The reference's stance, except that in double support a foot the reference lifts
+        within ``lookahead`` (absent from ``behavior.reference(t + lookahead).stance``) whose
+        measured normal force is already below ``unload_force`` is released: holding an
+        unloaded foot as a rigid constraint commands motions the unilateral ground cannot
+        enforce. Only feet about to be lifted are released — a foot that has just landed
+        carries little load too (its load share starts at 0) and must stay a constraint.
+        Without measured wrenches the reference decides.
+        """
+        s = self.settings
+        stance = set(ref.stance)
+        if len(stance) < 2 or not meas.wrenches or s.unload_force <= 0.0:
+            return tuple(ref.stance)
+        future = set(self.behavior.reference(meas.t + s.lookahead).stance)
+        lifting = {name for name in stance - future
+                   if name in meas.wrenches and meas.wrenches[name][2] < s.unload_force}
+        if lifting and lifting != stance:
+            stance -= lifting
+        return tuple(b.name for b in self.robot.contact_bodies if b.name in stance)
+
+    def load_shares(self, ref: Reference, stance: tuple[str, ...]) -> np.ndarray | None:
+        """Load shares α_k of the stance feet from the reference's cart-table ZMP (module
+        docstring, step 4), or None (not two feet, no CoM reference, or ``load_share`` off).
+
+        Reads the sole placements of ``self.data`` (set by ``constrained_inverse_dynamics``).
+        """
+        if (not self.settings.load_share or len(stance) != 2 or ref.com is None
+                or ref.com_acc is None):
+            return None
+        centres = []
+        for body in _stance_bodies(self.robot, stance):
+            oMs = self.data.oMf[body.frame_id]
+            centres.append(oMs.act(body.offsets.mean(axis=0)))
+        c1, c2 = centres
+        g = float(np.linalg.norm(self.robot.model.gravity.linear))
+        com, acc = np.asarray(ref.com, float), np.asarray(ref.com_acc, float)
+        height = com[2] - 0.5 * (c1[2] + c2[2])
+        p = com[:2] - height * acc[:2] / (g + acc[2])
+        d = (c2 - c1)[:2]
+        if float(d @ d) < 1e-12:
+            return None
+        a2 = float(np.clip((p - c1[:2]) @ d / (d @ d), MIN_SHARE, 1.0 - MIN_SHARE))
+        return np.array([1.0 - a2, a2])
+
     def internal_forces(self, meas: Measurement, stance: tuple[str, ...], lam0: np.ndarray,
-                        null_basis: np.ndarray) -> np.ndarray | None:
+                        null_basis: np.ndarray,
+                        shares: np.ndarray | None = None) -> np.ndarray | None:
         """Coefficients c of the internal wrenches added to the minimum-norm λ₀ (double support).
 
         Default: the sole-centre weighted allocation of the module docstring (step 4),
         ``c = −(W T N)⁺ W T λ₀`` with T moving each wrench to its sole centre and W weighing
-        moments by 1/ρ. Override to impose another law; ``None`` keeps λ₀.
+        moments by 1/ρ and each foot by 1/√α_k (``shares``; equal weights when None).
+        Override to impose another law; ``None`` keeps λ₀.
         """
         rho = self.settings.cop_length
-        if rho == 0.0:
+        if rho == 0.0 and shares is None:
             return None
         rows = list(CONSTRAINT_ROWS[self.robot.config.base])
-        blocks = []
-        for body in _stance_bodies(self.robot, stance):
-            oMs = self.data.oMf[body.frame_id]  # placed by constrained_inverse_dynamics
-            d = oMs.rotation @ body.offsets.mean(axis=0)  # sole origin → sole centre
+        nr = len(rows)
+        bodies = _stance_bodies(self.robot, stance)
+        WT = np.zeros((nr * len(bodies),) * 2)
+        target = np.zeros(nr * len(bodies))
+        force_rows = [i for i, r in enumerate(rows) if r < 3]
+        total = sum(lam0[nr * k:nr * (k + 1)][force_rows] for k in range(len(bodies)))
+        for k, body in enumerate(bodies):
             T = np.eye(6)
-            T[3:, :3] = -pin.skew(d)  # m^c = m − d × f
-            T[3:] /= rho
-            blocks.append(T[np.ix_(rows, rows)])
-        WT = np.zeros((len(rows) * len(blocks),) * 2)
-        for k, block in enumerate(blocks):
-            WT[len(rows) * k:len(rows) * (k + 1), len(rows) * k:len(rows) * (k + 1)] = block
-        return -np.linalg.lstsq(WT @ null_basis, WT @ lam0, rcond=None)[0]
+            if rho > 0.0:
+                oMs = self.data.oMf[body.frame_id]  # placed by constrained_inverse_dynamics
+                d = oMs.rotation @ body.offsets.mean(axis=0)  # sole origin → sole centre
+                T[3:, :3] = -pin.skew(d)  # m^c = m − d × f
+                T[3:] /= rho
+            block = T[np.ix_(rows, rows)]
+            if shares is not None:  # (w_k − [α_k F; 0]) / α_k, at the sole centre
+                block = block / shares[k]
+                target[nr * k + np.array(force_rows)] = total
+            WT[nr * k:nr * (k + 1), nr * k:nr * (k + 1)] = block
+        return -np.linalg.lstsq(WT @ null_basis, WT @ lam0 - target, rcond=None)[0]
 
     def compute(self, meas: Measurement) -> ControlOutput:
         """Torques for ``meas`` tracking ``behavior.reference(meas.t)`` (eqs. 34–39)."""
@@ -289,18 +379,14 @@ class ComputedTorqueController(Controller):
         q_err = ref.q_joints - q_a
         a_des = a_ref + s.kd * (v_ref - v_a) + s.kp * q_err
 
+        shares: dict[str, np.ndarray | None] = {"value": None}
+
         def law(lam0, null_basis):
-            c = self.internal_forces(meas, stance, lam0, null_basis)
+            shares["value"] = self.load_shares(ref, stance)
+            c = self.internal_forces(meas, stance, lam0, null_basis, shares["value"])
             return np.zeros(null_basis.shape[1]) if c is None else c
 
-        stance = tuple(ref.stance)
-        if len(stance) > 1 and s.unload_force > 0.0:
-            # A foot the reference still has in support but whose measured normal force fell
-            # below unload_force no longer constrains anything: holding it as a rigid
-            # constraint would command motions the unilateral ground cannot enforce.
-            loaded = tuple(f for f in stance if f not in meas.wrenches
-                           or meas.wrenches[f][2] >= s.unload_force)
-            stance = loaded or stance
+        stance = self.contact_set(meas, ref)
         dyn = constrained_inverse_dynamics(robot, self.data, meas.q, meas.v, a_des, stance,
                                            s.rcond, law, s.kd_stance)
         tau = dyn.tau
@@ -316,5 +402,6 @@ class ComputedTorqueController(Controller):
             "tracking_error": float(np.sqrt(np.mean(q_err ** 2))),
             "constraint_residual": dyn.constraint_residual,
             "saturated": saturated,
+            "load_share": shares["value"],
         }
         return ControlOutput(tau, info)

@@ -27,7 +27,15 @@ Pipeline, all computed at construction on a planning grid of period ``dt``:
    x and y use the same gains; between grid points the CoM is the exact cubic of constant jerk.
 4. Swing feet: x, y by the quintic s(σ) = 10σ³ − 15σ⁴ + 6σ⁵ (zero velocity and acceleration at
    lift-off and touch-down), z by the bump 64 h σ³(1 − σ)³ (apex h = ``swing_height`` at
-   mid-swing, zero velocity and acceleration at both ends). Soles stay flat, yaw 0.
+   mid-swing, zero velocity and acceleration at both ends) minus d s(σ). Soles stay flat, yaw 0.
+   Touch-down (our addition): the swing sole aims d = ``touchdown_depth`` below the ground, so
+   that a tracking error of a few µm cannot leave it hovering, unloaded, while the ZMP moves
+   onto it; during the following double support the landed sole's reference rises back to
+   the ground, z = −d (1 − s(σ_ds)), σ_ds = (t − t_land)/ds_time, so that the references are
+   again a consistent closed chain (both soles at z = 0) when the next foot lifts off. A depth
+   kept for good made every later lift-off start from an inconsistent chain: the joint errors
+   the closed chain had absorbed were released at once into the swing leg (seen: the second
+   lift-off of ``walk`` rolled the stance foot onto an edge).
 5. Joint references by inverse kinematics (damped least-squares CLIK, warm-started) of the
    stacked task [CoM (3); left sole (6); right sole (6); pelvis orientation (3, upright);
    waist joints (2, q0's)] — 20 rows for the 20 DoF, so the solution is exact. Velocities
@@ -74,10 +82,10 @@ class WalkParams:
         ss_time: single-support duration [s].
         ds_time: double-support duration [s] (also the initial ZMP shift).
         swing_height: apex of the swing sole [m].
-        touchdown_depth: the swing sole aims this far below the ground at touch-down [m]:
-            tracking errors of a few tens of µm otherwise leave the landing foot hovering,
-            unloaded, while the ZMP reference moves onto it. The ground stops the foot; the
-            remaining joint error is absorbed by the closed chain of double support.
+        touchdown_depth: the swing sole aims this far below the ground at touch-down, and its
+            reference rises back to the ground during the following double support [m]
+            (module docstring, step 4): tracking errors of a few tens of µm otherwise leave
+            the landing foot hovering, unloaded, while the ZMP reference moves onto it.
         t_init: initial double-support hold, ≥ ds_time [s]; the ZMP starts moving at
             t_init − ds_time, keep that ≥ preview_time for a transient-free start.
         t_final: final double-support hold [s].
@@ -94,7 +102,7 @@ class WalkParams:
     ss_time: float = 0.6
     ds_time: float = 0.2
     swing_height: float = 0.04
-    touchdown_depth: float = 0.002
+    touchdown_depth: float = 2e-4
     t_init: float = 1.5
     t_final: float = 1.0
     dt: float = 0.005
@@ -275,7 +283,8 @@ class WalkBehavior(Behavior):
             target[2] = -p.touchdown_depth  # aim slightly below the ground: a firm touch-down
             self.footsteps.append(Footstep(swing, stance, pos[swing].copy(), target, t,
                                            t + p.ss_time))
-            pos[swing] = target
+            pos[swing] = target.copy()
+            pos[swing][2] = 0.0  # back on the ground by the end of the double support
             t += p.ss_time + p.ds_time
         self.final_feet = pos
         self.t_walk_end = t
@@ -318,14 +327,29 @@ class WalkBehavior(Behavior):
         return self.names, None
 
     def feet_at(self, t: float) -> dict[str, np.ndarray]:
-        """Sole-origin positions (world) of both feet at t (swing from its spline)."""
-        pos = {n: v.copy() for n, v in self.start_feet.items()}
+        """Sole-origin positions (world) of both feet at t (module docstring, step 4)."""
+        return {n: self.foot_state(n, t).p for n in self.names}
+
+    def foot_state(self, name: str, t: float) -> FootTarget:
+        """Sole-origin position, velocity and acceleration (world) of foot ``name`` at t: the
+        swing spline, the rise back from touchdown_depth after landing, or at rest."""
+        p = self.params
+        pos, vel, acc = self.start_feet[name].copy(), np.zeros(3), np.zeros(3)
         for step in self.footsteps:
-            if t >= step.t_land:
-                pos[step.swing] = step.target.copy()
-            elif t >= step.t_lift:
-                pos[step.swing] = self.swing_target(step, t).p
-        return pos
+            if step.swing != name or t < step.t_lift:
+                continue
+            if t < step.t_land:
+                return self.swing_target(step, t)
+            pos = step.target.copy()
+            if p.ds_time > 0.0 and t < step.t_land + p.ds_time:
+                s, ds, dds = quintic((t - step.t_land) / p.ds_time)
+                d = step.target[2]
+                pos[2] = d * (1.0 - s)
+                vel[2], acc[2] = -d * ds / p.ds_time, -d * dds / p.ds_time ** 2
+            else:
+                pos[2] = 0.0
+                vel[:], acc[:] = 0.0, 0.0
+        return FootTarget(pos, vel, acc, 0.0)
 
     def support_polygon(self, t: float) -> np.ndarray:
         """Planned support polygon at t: corners (k, 2) of the stance sole(s), world."""
@@ -373,7 +397,7 @@ class WalkBehavior(Behavior):
         b, db, ddb = bump(sigma)
         d = step.target - step.start
         h = self.params.swing_height
-        pos = step.start + s * d
+        pos = step.start + s * d  # z: start 0 → target −touchdown_depth
         vel = ds / T * d
         acc = dds / T ** 2 * d
         pos[2] += h * b
@@ -426,13 +450,10 @@ class WalkBehavior(Behavior):
         lam2 = p.ik_damping ** 2
         for k, t in enumerate(self.times):
             com, dcom, ddcom = self.com[k], self.com_vel[k], self.com_acc[k]
-            _, step = self.phase(t)
-            feet = self.feet_at(t)
-            fv = {n: np.zeros(3) for n in self.names}
-            fa = {n: np.zeros(3) for n in self.names}
-            if step is not None:
-                target = self.swing_target(step, t)
-                fv[step.swing], fa[step.swing] = target.v, target.a
+            states = {n: self.foot_state(n, t) for n in self.names}
+            feet = {n: st.p for n, st in states.items()}
+            fv = {n: st.v for n, st in states.items()}
+            fa = {n: st.a for n, st in states.items()}
             for _ in range(50):
                 J = self._task_jacobian(q)
                 e = self._task_error(q, com, feet)

@@ -1,0 +1,151 @@
+"""Closed-loop walks with computed-torque control on penalty_fl (issue acceptance numbers).
+
+``walk``: the 3-D biped's five-step gait (METHODS §4.3) tracked by ``ctc`` (§4.1) on
+``penalty_fl`` (§2.2). Acceptance: five steps completed, no fall, forward progress ≥ 90 % of the
+planned 0.48 m, force ZMP inside the support polygon in ≥ 99 % of the samples, no stance-foot
+slip above 2 mm, torques within the limits.
+
+``planar_walk``: the planar 7-link biped's optimal cubic gait (Bravo & Rengifo §4). Acceptance:
+at least five steps, ZMP within [−l_heel, l_toe] of the stance sole, joint tracking RMS < 1°.
+
+Plus the pieces of the ctc the walks rely on, checked without simulating: the load-share
+allocation of double support and the release of a foot the reference is lifting.
+"""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from biped_contact_sim.adapters.runner import run
+from biped_contact_sim.control import Measurement, Reference, make_behavior, make_controller
+from biped_contact_sim.control.base import Behavior
+from biped_contact_sim.control.ctc import MIN_SHARE
+from biped_contact_sim.robot import RobotModel
+
+#: penalty_fl settings the walk needs beyond the scenario defaults (to be moved there).
+WALK_CONTACT = {"contact.separation_damping": True}
+
+
+class Script(Behavior):
+    """A behaviour returning ``now`` before ``t_switch`` and ``later`` from then on."""
+
+    name = "script"
+
+    def __init__(self, now, later, t_switch):
+        self.now, self.later, self.t_switch = now, later, t_switch
+
+    def reference(self, t):
+        return self.now if t < self.t_switch else self.later
+
+
+@pytest.fixture(scope="module")
+def biped():
+    return RobotModel.load("biped3d")
+
+
+# ---------------------------------------------------------------------- ctc pieces
+def test_load_share_unloads_the_foot_the_zmp_left(biped):
+    """Reference cart-table ZMP at the right sole centre: the left foot's wrench (force and
+    moment) is ~0 (α = MIN_SHARE), the right carries the weight; dynamics still exact."""
+    robot = biped
+    q0 = robot.standing_configuration()
+    n = robot.n_joints
+    data = robot.create_data()
+    pin.framesForwardKinematics(robot.model, data, q0)
+    right = next(b for b in robot.contact_bodies if b.name == "right_foot")
+    centre = data.oMf[right.frame_id].act(right.offsets.mean(axis=0))
+    com = pin.centerOfMass(robot.model, data, q0).copy()
+    com[:2] = centre[:2]  # at rest: cart-table ZMP = CoM projection = right sole centre
+    ref = Reference(stance=("left_foot", "right_foot"), com=com, com_acc=np.zeros(3),
+                    q_joints=q0[robot.q_idx], v_joints=np.zeros(n), a_joints=np.zeros(n))
+    ctrl = make_controller("ctc", robot, Script(ref, ref, np.inf), 1e-3, clamp=False)
+    out = ctrl.compute(Measurement(0.0, q0, np.zeros(robot.nv)))
+    assert out.info["load_share"] == pytest.approx([MIN_SHARE, 1 - MIN_SHARE])
+    lam = out.info["lam"]
+    mg = robot.mass * 9.81
+    assert lam["left_foot"][2] + lam["right_foot"][2] == pytest.approx(mg, rel=1e-9)
+    assert abs(lam["left_foot"][2]) < 0.01 * mg
+    assert np.abs(lam["left_foot"][:2]).max() < 0.01 * mg
+    # Without the CoM reference: the symmetric split of the minimum-norm allocation.
+    ref_nc = Reference(stance=ref.stance, q_joints=ref.q_joints, v_joints=ref.v_joints,
+                       a_joints=ref.a_joints)
+    ctrl = make_controller("ctc", robot, Script(ref_nc, ref_nc, np.inf), 1e-3)
+    out = ctrl.compute(Measurement(0.0, q0, np.zeros(robot.nv)))
+    assert out.info["load_share"] is None
+    assert out.info["lam"]["left_foot"][2] == pytest.approx(mg / 2, rel=1e-6)
+
+
+def test_release_only_a_foot_the_reference_lifts(biped):
+    """Double support with the right foot measured unloaded: released when the reference
+    lifts it within ``lookahead``; kept when it has just landed (stays in the stance)."""
+    robot = biped
+    q0 = robot.standing_configuration()
+    n = robot.n_joints
+    both = Reference(stance=("left_foot", "right_foot"), q_joints=q0[robot.q_idx],
+                     v_joints=np.zeros(n), a_joints=np.zeros(n))
+    left = Reference(stance=("left_foot",), q_joints=both.q_joints, v_joints=both.v_joints,
+                     a_joints=both.a_joints)
+    mg = robot.mass * 9.81
+    wrenches = {"left_foot": np.array([0, 0, mg - 2.0, 0, 0, 0]),
+                "right_foot": np.array([0, 0, 2.0, 0, 0, 0])}
+    meas = Measurement(0.0, q0, np.zeros(robot.nv), wrenches)
+    lifting = make_controller("ctc", robot, Script(both, left, 0.01), 1e-3)  # lifts at 10 ms
+    assert lifting.compute(meas).info["stance"] == ("left_foot",)
+    landed = make_controller("ctc", robot, Script(both, both, np.inf), 1e-3)
+    assert landed.compute(meas).info["stance"] == ("left_foot", "right_foot")
+    later = make_controller("ctc", robot, Script(both, left, 0.5), 1e-3)  # beyond lookahead
+    assert later.compute(meas).info["stance"] == ("left_foot", "right_foot")
+
+
+def test_penalty_fl_sole_on_the_ground_is_in_contact():
+    """A sole placed on the ground (φ = +round-off) is active from the first step: the planar
+    biped's hold starts supported, not in a one-step free fall."""
+    result = run("planar_walk", "penalty_fl", controller="ctc", duration=0.02)
+    first = result.samples[0].step
+    assert first.active.all()
+    assert first.f_contact[:, 2].sum() == pytest.approx(RobotModel.load(
+        "planar_biped").mass * 9.81, rel=0.05)
+
+
+# ---------------------------------------------------------------------- closed-loop walks
+def test_walk_ctc_penalty_fl_five_steps():
+    result = run("walk", "penalty_fl")  # the scenario's defaults: ctc, separation damping
+    assert result.controller == "ctc"
+    assert result.contact_settings["separation_damping"] is True
+    summary = result.summary()
+    m = summary["metrics"]
+    assert summary["error"] is None and not summary["fell"]
+    assert m["steps_completed"] == 5
+    assert m["planned_distance_m"] == pytest.approx(0.48)
+    assert m["progress_fraction"] >= 0.90
+    assert summary["zmp_in_support_fraction"] >= 0.99
+    assert m["stance_slip_max_m"] <= 2e-3
+    assert m["torque_saturation_fraction"] == 0.0  # no joint ever at its limit
+    assert m["max_torque_ratio"] < 1.0
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known: the planar gait exchanges the feet instantaneously (no double support) at the "
+    "planned touch-down; the swing sole then still hovers ~15 µm above the ground (the stance "
+    "sole's penalty compliance), the ctc switches to single support on a foot that carries "
+    "nothing and the robot falls at the first exchange (t = 0.70 s). With the default "
+    "penalty_fl (no separation damping) the stance sole already leaves the active set at "
+    "t = 0.629 s (rising at 0.05 mm/s through φ = 0). Needs a touch-down below the ground "
+    "and a load transfer phase in planar_gait; see the walk report."))
+def test_planar_walk_ctc_penalty_fl():
+    behavior = make_behavior("planar_walk", RobotModel.load("planar_biped"),
+                             RobotModel.load("planar_biped").standing_configuration())
+    p = behavior.params
+    result = run("planar_walk", "penalty_fl", controller="ctc", sets=WALK_CONTACT)
+    summary = result.summary()
+    assert summary["error"] is None and not summary["fell"]
+    assert summary["metrics"]["steps_completed"] >= 5
+    errors = [s.info["q_err"] for s in result.samples]
+    assert np.degrees(np.sqrt(np.mean(np.square(errors)))) < 1.0
+    zmp_rel = []
+    for smp in result.samples:
+        phase = behavior.phase_at(smp.step.t)
+        loaded = [f.name for f in smp.obs.feet if f.normal_force > 1.0]
+        if phase is not None and smp.obs.zmp is not None and loaded == [phase.stance[0]]:
+            zmp_rel.append(smp.obs.zmp[0] - phase.x)
+    assert zmp_rel and -p.l_heel <= min(zmp_rel) and max(zmp_rel) <= p.l_toe
