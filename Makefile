@@ -20,7 +20,7 @@ $(STAMP): requirements.txt requirements-dev.txt setup.py
 venv: $(STAMP)
 
 demo: venv
-	$(VENV)/bin/biped-sim run stand --out runs/demo
+	$(VENV)/bin/biped-sim run walk --out runs/demo
 	@echo "Results in runs/demo (summary.json, timeseries.csv, trace.mcap, plots/)"
 
 lint: venv
