@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import sys
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped, WrenchStamped
 from nav_msgs.msg import Odometry
-from rclpy.executors import ExternalShutdownException
-from rclpy.logging import get_logger
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from biped_contact_sim.adapters import node_core as core
 from biped_contact_sim.adapters.messages import fill_message
-from biped_contact_sim.adapters.sim_node import declare, declare_robot_parameters, plain
-from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.adapters.sim_node import (
+    declare,
+    declare_robot_parameters,
+    plain,
+    spin_node,
+)
 
 NODE_NAME = "controller"
 FACTORIES = {"status": DiagnosticStatus, "values": KeyValue, "dim": MultiArrayDimension}
@@ -138,23 +139,8 @@ class ControllerNode(Node):
 
 
 def main(args=None) -> int:
-    """init → spin, stopping on Ctrl-C or external shutdown → destroy_node → try_shutdown."""
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = ControllerNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ConfigError as exc:
-        get_logger(NODE_NAME).fatal(f"Invalid configuration:\n{exc}")
-        code = 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    """Entry point of ``ros2 run biped_contact_sim controller_node``."""
+    return spin_node(ControllerNode, NODE_NAME, args)
 
 
 if __name__ == "__main__":

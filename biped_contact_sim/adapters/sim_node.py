@@ -213,24 +213,33 @@ class SimulatorNode(Node):
         return SetParametersResult(successful=True)
 
 
-def main(args=None) -> int:
-    """init → spin, stopping on Ctrl-C or external shutdown → destroy_node → try_shutdown."""
+def spin_node(make_node, node_name: str, args=None) -> int:
+    """init → spin, stopping on Ctrl-C or external shutdown → destroy_node → try_shutdown.
+
+    Shared by both nodes (Humble and Jazzy). A ConfigError at start-up is logged as fatal and
+    gives exit code 1.
+    """
     rclpy.init(args=args)
     node = None
     code = 0
     try:
-        node = SimulatorNode()
+        node = make_node()
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ConfigError as exc:
-        get_logger(NODE_NAME).fatal(f"Invalid configuration:\n{exc}")
+        get_logger(node_name).fatal(f"Invalid configuration:\n{exc}")
         code = 1
     finally:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
     return code
+
+
+def main(args=None) -> int:
+    """Entry point of ``ros2 run biped_contact_sim simulator_node``."""
+    return spin_node(SimulatorNode, NODE_NAME, args)
 
 
 if __name__ == "__main__":
