@@ -212,6 +212,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "max_penetration_m", "max_cone_violation_N", "min_normal_force_N", "fell",
                 "zmp_in_support_fraction"):
         print(f"  {key:24s} {_fmt(summary[key])}")
+    for key, value in summary["metrics"].items():
+        print(f"  {key:24s} {_fmt(value)}")
     if result.error:
         print(f"error: the run diverged: {result.error}", file=sys.stderr)
         return EXIT_DIVERGED
