@@ -47,6 +47,7 @@ import pinocchio as pin
 import yaml
 
 from biped_contact_sim.adapters import messages
+from biped_contact_sim.adapters.recorder import base_motion
 from biped_contact_sim.contact import CONTACT_MODELS, ContactModel, make_contact_model
 from biped_contact_sim.control import (
     BEHAVIORS,
@@ -947,14 +948,12 @@ def base_pose_twist(model: pin.Model, data: pin.Data, q: np.ndarray, v: np.ndarr
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """World position and quaternion (x, y, z, w) of the root link, and its body-frame twist.
 
-    The root joint's frame is the root link's frame and its local velocity (``data.v[1]``) is
-    the body-frame twist ``nav_msgs/Odometry`` wants, for every base type.
+    ``recorder.base_motion`` (the same conversion the trace uses) as plain arrays.
 
     Returns:
         ``(position, quat_xyzw, linear, angular)``.
     """
-    pin.forwardKinematics(model, data, q, v)
-    oMb, vb = data.oMi[1], data.v[1]
+    oMb, vb = base_motion(model, data, q, v)
     quat = pin.Quaternion(oMb.rotation).coeffs()
     return oMb.translation.copy(), np.array(quat), vb.linear.copy(), vb.angular.copy()
 

@@ -27,6 +27,18 @@ import numpy as np
 from biped_contact_sim.errors import ConfigError
 
 
+def check_range(name: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
+    """Refuse a setting outside ``(lo, hi]`` (``[lo, hi]`` with ``lo_open=False``).
+
+    Raises:
+        ConfigError: naming the setting, its value and the bound.
+    """
+    ok = np.isfinite(value) and (value > lo if lo_open else value >= lo) and value <= hi
+    if not ok:
+        bound = f"{'>' if lo_open else '>='} {lo:g}" + (f" and <= {hi:g}" if hi < np.inf else "")
+        raise ConfigError(f"{name} = {value!r} must be {bound}")
+
+
 @dataclass
 class Measurement:
     """What the controller reads at time ``t`` (module docstring)."""

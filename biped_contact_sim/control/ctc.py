@@ -83,6 +83,7 @@ from biped_contact_sim.control.base import (
     ControlOutput,
     Measurement,
     Reference,
+    check_range,
 )
 from biped_contact_sim.errors import ConfigError
 
@@ -100,9 +101,7 @@ MIN_SHARE = 1e-3
 
 
 def _check_positive(field: str, value: float, allow_zero: bool = False) -> None:
-    ok = np.isfinite(value) and (value >= 0.0 if allow_zero else value > 0.0)
-    if not ok:
-        raise ConfigError(f"{field} = {value!r} must be {'>=' if allow_zero else '>'} 0")
+    check_range(field, value, 0.0, lo_open=not allow_zero)
 
 
 @dataclass(frozen=True)

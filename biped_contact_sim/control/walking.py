@@ -58,17 +58,14 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg import solve_discrete_are
 
-from biped_contact_sim.control.base import Behavior, FootTarget, Reference
+from biped_contact_sim.control.base import Behavior, FootTarget, Reference, check_range
 from biped_contact_sim.errors import ConfigError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
 
 def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
-    ok = np.isfinite(value) and (value > lo if lo_open else value >= lo) and value <= hi
-    if not ok:
-        bound = f"{'>' if lo_open else '>='} {lo:g}" + (f" and <= {hi:g}" if hi < np.inf else "")
-        raise ConfigError(f"walk.{field} = {value!r} must be {bound}")
+    check_range(f"walk.{field}", value, lo, hi, lo_open)
 
 
 @dataclass(frozen=True)
