@@ -137,9 +137,24 @@ def test_hermite_boundary_values():
     assert hermite(0.3, T, q0, v0, q1, v1)[1] == pytest.approx((p_p - p_m) / (2 * h), rel=1e-7)
 
 
+def _soles_fixed(robot, q, v, a, footholds, data):
+    """Both soles flat on their footholds (z = 0), at rest, not accelerating (pinocchio)."""
+    pin.forwardKinematics(robot.model, data, q, v, a)
+    pin.updateFramePlacements(robot.model, data)
+    for body in robot.contact_bodies:
+        oMf = data.oMf[body.frame_id]
+        assert oMf.translation[[0, 2]] == pytest.approx([footholds[body.name], 0.0], abs=1e-9)
+        assert abs(pin.log3(oMf.rotation)[1]) < 1e-9
+        vel = pin.getFrameVelocity(robot.model, data, body.frame_id, LWA).vector
+        acc = pin.getFrameClassicalAcceleration(robot.model, data, body.frame_id, LWA).vector
+        assert np.abs(vel).max() < 1e-8 and np.abs(acc).max() < 1e-6
+
+
 def test_planar_gait_boundary_conditions(planar):
     """Impact-free exchange: at every step end both soles are flat, on their footholds and at
-    rest; consecutive steps join continuously in q and v; at least five steps."""
+    rest; each double support keeps both soles fixed while the load share moves from the
+    lifting to the landing foot, and joins its neighbouring steps continuously in q and v;
+    at least five steps."""
     robot, beh = planar
     p = beh.params
     assert p.n_steps >= 5 and len(beh.phases) == p.n_steps
@@ -160,22 +175,47 @@ def test_planar_gait_boundary_conditions(planar):
         pin.framesForwardKinematics(robot.model, data, q)
         swing = next(b for b in robot.contact_bodies if b.name != ph.stance[0])
         assert data.oMf[swing.frame_id].translation[0] == pytest.approx(beh.footsteps[k + 1])
-        if k + 1 < len(beh.phases):  # continuity across the exchange
-            q_next, v_next, _ = beh.gm.phase_state(beh.phases[k + 1], 0.0)
-            q_end, v_end, _ = beh.gm.phase_state(ph, ph.T)
-            assert q_next == pytest.approx(q_end, abs=1e-9)
-            assert v_next == pytest.approx(v_end, abs=1e-8)
+        if k + 1 < len(beh.phases):  # double support, continuity across it
+            ds, nxt = beh.doubles[k], beh.phases[k + 1]
+            assert ds.t0 == pytest.approx(ph.t0 + ph.T)
+            assert nxt.t0 == pytest.approx(ds.t0 + p.ds_time)
+            assert (ds.lifting, ds.landing) == (ph.stance[0], nxt.stance[0])
+            assert ds.x == pytest.approx({ph.stance[0]: ph.x, nxt.stance[0]: nxt.x})
+            for (q1, v1, _), (q2, v2, _) in (
+                    (beh.gm.phase_state(ph, ph.T), beh.gm.double_state(ds, 0.0)),
+                    (beh.gm.double_state(ds, ds.T), beh.gm.phase_state(nxt, 0.0))):
+                assert q2 == pytest.approx(q1, abs=1e-9)
+                assert v2 == pytest.approx(v1, abs=1e-8)
+            for t in np.linspace(0.0, ds.T, 5):
+                _soles_fixed(robot, *beh.gm.double_state(ds, t), ds.x, data)
+                shares = ds.shares(t)
+                assert sum(shares.values()) == pytest.approx(1.0)
+            assert ds.shares(0.0)[ds.landing] == 0.0 and ds.shares(ds.T)[ds.landing] == 1.0
     assert beh.planned_distance == pytest.approx((p.n_steps - 1) * p.step_length)
     # Stance leg: one cubic; its reference derivative is the reference velocity.
     t, h = p.t_start + 1.5 * p.step_time + 0.0123, 1e-6
     r0, r1, r2 = beh.reference(t - h), beh.reference(t), beh.reference(t + h)
     assert r1.v_joints == pytest.approx((r2.q_joints - r0.q_joints) / (2 * h), abs=1e-6)
     assert r1.a_joints == pytest.approx((r2.v_joints - r0.v_joints) / (2 * h), abs=1e-4)
+    # Double support: closed-chain references, also consistent, with the planned shares.
+    ds = beh.doubles[1]
+    t = ds.t0 + 0.37 * ds.T
+    r0, r1, r2 = beh.reference(t - h), beh.reference(t), beh.reference(t + h)
+    assert r1.stance == ("left_foot", "right_foot") and r1.load_share == ds.shares(t - ds.t0)
+    assert r1.v_joints == pytest.approx((r2.q_joints - r0.q_joints) / (2 * h), abs=1e-6)
+    assert r1.a_joints == pytest.approx((r2.v_joints - r0.v_joints) / (2 * h), abs=1e-4)
+    # Holds: equal shares, all on the first stance foot when the walk starts, equal again
+    # after the final load transfer.
+    first = beh.phases[0].stance[0]
+    assert beh.reference(0.0).load_share == {"left_foot": 0.5, "right_foot": 0.5}
+    assert beh.reference(p.t_start - 1e-9).load_share[first] == pytest.approx(1.0)
+    assert beh.reference(beh.duration).load_share == {"left_foot": 0.5, "right_foot": 0.5}
 
 
 def test_planar_gait_zmp_bound_and_clearance(planar):
     """Centroidal ZMP of the planned motion (pinocchio, Bravo & Rengifo §4.3) within
-    [−l_heel, l_toe] of the stance sole; swing sole above the ground between the ends."""
+    [−l_heel, l_toe] of the stance sole; swing sole above the ground between the ends; in
+    double support within reach of the planned load shares."""
     robot, beh = planar
     p = beh.params
     model, data = robot.model, robot.create_data()
@@ -199,6 +239,19 @@ def test_planar_gait_zmp_bound_and_clearance(planar):
     # The planner's own margin holds too (up to interpolation between its 11 nodes).
     assert zmps.min() >= -p.l_heel + 0.5 * p.zmp_margin
     assert zmps.max() <= p.l_toe - 0.5 * p.zmp_margin
+    # Double support: the ZMP is reachable with the planned shares, i.e. within
+    # (1 − α)[x_lift − l_heel, x_lift + l_toe] + α[x_land − l_heel, x_land + l_toe].
+    for ds in beh.doubles:
+        x_lift, x_land = ds.x[ds.lifting], ds.x[ds.landing]
+        for sigma in np.linspace(0.0, 1.0, 41):
+            q, v, a = beh.gm.double_state(ds, sigma * ds.T)
+            pin.computeCentroidalMomentumTimeVariation(model, data, q, v, a)
+            com, ddc, dL = data.com[0], data.dhg.linear / m, data.dhg.angular
+            x_zmp = com[0] - com[2] * ddc[0] / (ddc[2] + g) - dL[1] / (m * (ddc[2] + g))
+            alpha = ds.shares(sigma * ds.T)[ds.landing]
+            mid = (1 - alpha) * x_lift + alpha * x_land
+            assert mid - p.l_heel + 0.5 * p.zmp_margin <= x_zmp
+            assert x_zmp <= mid + p.l_toe - 0.5 * p.zmp_margin
 
 
 def test_planar_gait_optimisation_lowers_cost(planar):

@@ -1,15 +1,17 @@
-"""Closed-loop walks with computed-torque control on penalty_fl (issue acceptance numbers).
+"""Closed-loop walks with computed-torque control (issue acceptance numbers).
 
 ``walk``: the 3-D biped's five-step gait (METHODS §4.3) tracked by ``ctc`` (§4.1) on
 ``penalty_fl`` (§2.2). Acceptance: five steps completed, no fall, forward progress ≥ 90 % of the
 planned 0.48 m, force ZMP inside the support polygon in ≥ 99 % of the samples, no stance-foot
 slip above 2 mm, torques within the limits.
 
-``planar_walk``: the planar 7-link biped's optimal cubic gait (Bravo & Rengifo §4). Acceptance:
-at least five steps, ZMP within [−l_heel, l_toe] of the stance sole, joint tracking RMS < 1°.
+``planar_walk``: the planar 7-link biped's optimal cubic gait (Bravo & Rengifo §4), on
+``penalty_fl`` and on ``gauss_seidel`` (§2.3). Acceptance: at least five steps, ZMP within
+[−l_heel, l_toe] of the stance sole, joint tracking RMS < 1°.
 
 Plus the pieces of the ctc the walks rely on, checked without simulating: the load-share
-allocation of double support and the release of a foot the reference is lifting.
+allocation of double support (derived from the ZMP, or planned and given), and the release of
+a foot the reference is lifting.
 """
 
 import numpy as np
@@ -20,10 +22,8 @@ from biped_contact_sim.adapters.runner import run
 from biped_contact_sim.control import Measurement, Reference, make_behavior, make_controller
 from biped_contact_sim.control.base import Behavior
 from biped_contact_sim.control.ctc import MIN_SHARE
+from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
-
-#: penalty_fl settings the walk needs beyond the scenario defaults (to be moved there).
-WALK_CONTACT = {"contact.separation_damping": True}
 
 
 class Script(Behavior):
@@ -75,6 +75,28 @@ def test_load_share_unloads_the_foot_the_zmp_left(biped):
     assert out.info["lam"]["left_foot"][2] == pytest.approx(mg / 2, rel=1e-6)
 
 
+def test_planned_load_share_used_as_given():
+    """``Reference.load_share`` sets the split of the net force (planar biped at rest, feet
+    together, so any split is consistent with the ZMP): 0.8 / 0.2 of m g; net force = m g;
+    a share naming no stance foot is refused."""
+    robot = RobotModel.load("planar_biped")
+    q0 = robot.standing_configuration()
+    n = robot.n_joints
+    ref = Reference(stance=("left_foot", "right_foot"), q_joints=q0[robot.q_idx],
+                    v_joints=np.zeros(n), a_joints=np.zeros(n),
+                    load_share={"left_foot": 0.8, "right_foot": 0.2})
+    ctrl = make_controller("ctc", robot, Script(ref, ref, np.inf), 1e-3, clamp=False)
+    out = ctrl.compute(Measurement(0.0, q0, np.zeros(robot.nv)))
+    mg = robot.mass * 9.81
+    assert out.info["load_share"] == pytest.approx([0.8, 0.2])
+    assert out.info["lam"]["left_foot"][2] == pytest.approx(0.8 * mg, rel=1e-9)
+    assert out.info["lam"]["right_foot"][2] == pytest.approx(0.2 * mg, rel=1e-9)
+    bad = Reference(stance=ref.stance, q_joints=ref.q_joints, load_share={"left_foot": 1.0})
+    ctrl = make_controller("ctc", robot, Script(bad, bad, np.inf), 1e-3)
+    with pytest.raises(ConfigError, match="needs the stance foot 'right_foot'"):
+        ctrl.compute(Measurement(0.0, q0, np.zeros(robot.nv)))
+
+
 def test_release_only_a_foot_the_reference_lifts(biped):
     """Double support with the right foot measured unloaded: released when the reference
     lifts it within ``lookahead``; kept when it has just landed (stays in the stance)."""
@@ -124,28 +146,34 @@ def test_walk_ctc_penalty_fl_five_steps():
     assert m["max_torque_ratio"] < 1.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known: the planar gait exchanges the feet instantaneously (no double support) at the "
-    "planned touch-down; the swing sole then still hovers ~15 µm above the ground (the stance "
-    "sole's penalty compliance), the ctc switches to single support on a foot that carries "
-    "nothing and the robot falls at the first exchange (t = 0.70 s). With the default "
-    "penalty_fl (no separation damping) the stance sole already leaves the active set at "
-    "t = 0.629 s (rising at 0.05 mm/s through φ = 0). Needs a touch-down below the ground "
-    "and a load transfer phase in planar_gait; see the walk report."))
-def test_planar_walk_ctc_penalty_fl():
-    behavior = make_behavior("planar_walk", RobotModel.load("planar_biped"),
-                             RobotModel.load("planar_biped").standing_configuration())
+@pytest.mark.parametrize("model", ["penalty_fl", "gauss_seidel"])
+def test_planar_walk_ctc(model):
+    """Acceptance of ``planar_walk`` with the penalty model and a constraint model: five steps,
+    no fall, joint tracking RMS < 1°, force ZMP within [−l_heel, l_toe] of the stance sole in
+    single support and between the rear heel and the front toe in double support, torques
+    within limits."""
+    robot = RobotModel.load("planar_biped")
+    behavior = make_behavior("planar_walk", robot, robot.standing_configuration())
     p = behavior.params
-    result = run("planar_walk", "penalty_fl", controller="ctc", sets=WALK_CONTACT)
+    result = run("planar_walk", model, controller="ctc")
     summary = result.summary()
+    m = summary["metrics"]
     assert summary["error"] is None and not summary["fell"]
-    assert summary["metrics"]["steps_completed"] >= 5
+    assert m["steps_completed"] >= 5
+    assert m["progress_fraction"] >= 0.90
+    assert m["max_torque_ratio"] < 1.0 and m["torque_saturation_fraction"] == 0.0
     errors = [s.info["q_err"] for s in result.samples]
     assert np.degrees(np.sqrt(np.mean(np.square(errors)))) < 1.0
-    zmp_rel = []
+    single, double = [], []
     for smp in result.samples:
-        phase = behavior.phase_at(smp.step.t)
-        loaded = [f.name for f in smp.obs.feet if f.normal_force > 1.0]
-        if phase is not None and smp.obs.zmp is not None and loaded == [phase.stance[0]]:
-            zmp_rel.append(smp.obs.zmp[0] - phase.x)
-    assert zmp_rel and -p.l_heel <= min(zmp_rel) and max(zmp_rel) <= p.l_toe
+        t, zmp = smp.step.t, smp.obs.zmp
+        if zmp is None:
+            continue
+        step, ds = behavior.phase_at(t), behavior.double_at(t)
+        if step is not None:
+            single.append(zmp[0] - step.x)
+        elif ds is not None:
+            x_lift, x_land = ds.x[ds.lifting], ds.x[ds.landing]
+            double.append((zmp[0] - (x_lift - p.l_heel), (x_land + p.l_toe) - zmp[0]))
+    assert single and -p.l_heel <= min(single) and max(single) <= p.l_toe
+    assert double and np.min(double) >= 0.0

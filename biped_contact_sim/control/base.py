@@ -73,6 +73,9 @@ class Reference:
             support, Sentis et al. App. C eq. 82: [tension, 3 tangential CoP moments, 2 normal
             moments]) [N, N·m].
         cop: per stance foot, desired CoP in its sole frame (x, y) [m].
+        load_share: per stance foot, the fraction α_k of the net contact force it should carry
+            (double support; Σ α_k = 1). ``ctc`` uses it instead of the shares it derives from
+            ``com``/``com_acc`` (a behaviour that plans its load transfer says so here).
     """
 
     stance: tuple[str, ...]
@@ -85,6 +88,7 @@ class Reference:
     a_joints: np.ndarray | None = None
     internal: np.ndarray | None = None
     cop: dict[str, np.ndarray] = field(default_factory=dict)
+    load_share: dict[str, float] | None = None
 
 
 class Behavior(ABC):

@@ -44,7 +44,8 @@ for any base (free flyer, planar x–z–pitch) and any number of flat stance fe
    another internal-force law (METHODS §4.2).
 
    Load shares (our addition, ``load_share``): with two stance feet and a reference that has
-   a CoM trajectory, the allocation instead minimises
+   a CoM trajectory or planned shares (``Reference.load_share``, used as given), the
+   allocation instead minimises
 
        Σ_k (‖f_k − α_k F‖² + ‖m_k^c‖² / ρ²) / α_k²,
        α_2 = clip((p − c_1)·(c_2 − c_1) / ‖c_2 − c_1‖², α_min, 1 − α_min),  α_1 = 1 − α_2,
@@ -307,13 +308,24 @@ class ComputedTorqueController(Controller):
         return tuple(b.name for b in self.robot.contact_bodies if b.name in stance)
 
     def load_shares(self, ref: Reference, stance: tuple[str, ...]) -> np.ndarray | None:
-        """Load shares α_k of the stance feet from the reference's cart-table ZMP (module
-        docstring, step 4), or None (not two feet, no CoM reference, or ``load_share`` off).
+        """Load shares α_k of the stance feet (module docstring, step 4), or None (not two
+        feet, ``load_share`` off, or neither ``Reference.load_share`` nor a CoM reference).
 
-        Reads the sole placements of ``self.data`` (set by ``constrained_inverse_dynamics``).
+        ``Reference.load_share`` when the behaviour gives it (a planned load transfer),
+        clipped to [α_min, 1 − α_min]; else from the reference's cart-table ZMP. Reads the
+        sole placements of ``self.data`` (set by ``constrained_inverse_dynamics``).
         """
-        if (not self.settings.load_share or len(stance) != 2 or ref.com is None
-                or ref.com_acc is None):
+        if not self.settings.load_share or len(stance) != 2:
+            return None
+        if ref.load_share is not None:
+            try:
+                a2 = float(ref.load_share[stance[1]])
+            except KeyError:
+                raise ConfigError(f"Reference.load_share names {sorted(ref.load_share)}; "
+                                  f"it needs the stance foot {stance[1]!r}") from None
+            a2 = float(np.clip(a2, MIN_SHARE, 1.0 - MIN_SHARE))
+            return np.array([1.0 - a2, a2])
+        if ref.com is None or ref.com_acc is None:
             return None
         centres = []
         for body in _stance_bodies(self.robot, stance):

@@ -1,7 +1,8 @@
 """``planar_walk``: optimal cubic joint references for the planar biped (Bravo & Rengifo §4.2).
 
-Every step is a single-support phase of duration T on a flat stance foot; the feet are
-exchanged instantaneously at the step boundaries (as in the paper). The joint references are
+Every step is a single-support phase of duration T on a flat stance foot. The paper exchanges
+the feet instantaneously at the step boundaries; we insert a double-support phase of duration
+T_ds (``ds_time``) after every step but the last (our addition, below). The joint references are
 cubic polynomials (eq. 41) written with their boundary positions and velocities (eqs. 42–43,
 cubic Hermite form, σ = t/T_i over a cubic's interval T_i):
 
@@ -22,27 +23,49 @@ Boundary conditions (chosen here; the paper does not print them):
   the torso pose (x, z, pitch) relative to the stance sole and its velocity (3 + 3 numbers);
   the joints follow by planar-leg inverse kinematics (``PlanarGaitModel.boundary``);
 * periodicity: the middle steps repeat one step with the legs swapped: the end-of-step state
-  E (swing sole landed ``step_length`` ahead) is, seen from the new stance sole, the state at
-  the start of the next step;
+  E (swing sole landed ``step_length`` ahead), carried through the double support (below), is,
+  seen from the new stance sole, the state at the start of the next step;
 * the first step starts from q0 at rest with the feet together (swing sole lands
   ``step_length`` ahead), the last ends in q0's posture at rest with the feet together.
+
+Double support (our addition to the paper's instantaneous exchange). Closed loop, an
+instantaneous exchange asks the landing foot to carry the whole weight at once, at the instant
+it carries nothing and, after the stance sole's few µm of contact compliance, may still hover
+above the ground: seen with ``ctc`` on ``penalty_fl``, the robot rocked between its feet and
+fell at the first exchange. So after every step but the last, both soles stay on their
+footholds for T_ds while
+
+* the torso keeps the velocity it has at E: base pose E + (ẋ, ż, θ̇) t, v̇_b = 0, the joints
+  from the closed chain (leg IK, q̇ and q̈ from both sole constraints); the next step starts
+  from E advanced by (ẋ, ż, θ̇) T_ds, still impact-free and continuous in q and v;
+* the planned load share of the landing foot rises as α(σ) = 10σ³ − 15σ⁴ + 6σ⁵ from 0 to 1
+  (σ = t/T_ds) and the lifting foot's falls as 1 − α; the behaviour hands it to ``ctc`` in
+  ``Reference.load_share``, so the landing foot is loaded gradually and the lifting foot is
+  unloaded by the time it swings. The same ramp moves the load onto the first stance foot
+  during the last T_ds of the initial hold (feet together: only the internal forces change),
+  and back to equal shares during the first T_ds of the final hold.
 
 Unknowns: E (6) and the swing-leg knot (3 positions + 3 velocities) of the start, periodic
 and stop steps: 24 numbers. Cost (eq. 40), summed over the gait (start + (n − 2) × periodic +
 stop), Simpson's rule on ``n_nodes`` nodes per step:
 
-    J = Σ_steps ∫₀ᵀ τᵀτ dt,
+    J = Σ_steps ∫₀ᵀ τᵀτ dt + (n − 1) ∫₀^T_ds τᵀτ dt,
 
 τ from the stance-constrained inverse dynamics (eqs. 30–38, the ``ctc`` equations with
-q̈_aᵈ = q̈_ref). Constraints at every node (scipy SLSQP; forward-difference gradients, each knot
-perturbing only its own step):
+q̈_aᵈ = q̈_ref; in double support with the minimum-norm wrenches, as ``dynamics`` computes).
+Constraints at every node (scipy SLSQP; forward-difference gradients, each knot perturbing
+only its own step):
 
 * ZMP bound (§4.3, eq. 45): −l_heel + m ≤ x_zmp ≤ l_toe − m on the stance sole, x_zmp = −τ_y/f_z,
   margin m = ``zmp_margin``;
 * unilateral and friction: f_z ≥ 0.2 m g, |f_x| ≤ μ_plan f_z;
 * foot clearance: both swing-sole points at height ≥ c (4σ(1 − σ))² (apex c = ``clearance``;
   the quartic envelope lets the sole leave and land with zero velocity);
-* knee angle ≥ its URDF lower limit.
+* knee angle ≥ its URDF lower limit;
+* double support: net f_z ≥ 0.2 m g and |f_x| ≤ μ_plan f_z; the net ZMP within reach of the
+  planned shares, (1 − α) x_lift⁻ + α x_land⁻ ≤ x_zmp ≤ (1 − α) x_lift⁺ + α x_land⁺ with
+  x_k^∓ the foot's heel/toe bounds (margin included): the shares times CoPs inside each sole
+  must add up to the ZMP.
 
 The robot holds q0 for ``t_start`` before the first step and for ``t_end`` after the last one
 (double support, zero joint velocity).
@@ -59,6 +82,7 @@ import pinocchio as pin
 from scipy.optimize import minimize
 
 from biped_contact_sim.control.base import Behavior, Reference, check_range
+from biped_contact_sim.control.walking import quintic
 from biped_contact_sim.errors import ConfigError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -68,11 +92,11 @@ PLANAR_ROWS = (0, 2, 4)  # x, z, pitch rows of a 6-D frame Jacobian [vx vy vz ω
 #: for the default parameters, robot ``planar_biped`` and its standing configuration. Used
 #: instead of optimising when they apply (``optimize=False``, the default).
 DEFAULT_SOLUTION: tuple[float, ...] | None = (
-    0.0536624053838, 0.633201893475, 0.0859308710207, 0.179697552262, -0.0804852685586,
-    0.65344413774, -0.420289084084, 0.802537726844, -0.376658059684, -0.376080918011,
-    0.193293864312, 0.12642108336, -0.442262987748, 0.87285000826, -0.516517891533,
-    -0.534995786237, 0.533551141581, 0.328166713528, -0.406035174992, 0.897988069849,
-    -0.583926640694, -0.0324176860156, 0.0734022688157, 0.337203629174,
+    0.0203369426947, 0.633201893475, 0.156558861985, 0.364685391602, 0.0968686306814,
+    -0.482191756383, -0.696814713755, 1.05789110736, -0.482818799767, -1.70781205468,
+    1.50233241584, -0.385533550841, -0.446846882684, 0.863739214557, -0.549341606039,
+    -2.84072474453, 3.07920098385, -0.600120056601, -0.100253189067, 0.54423762716,
+    -0.461989899541, -1.11466271026, 1.53512498261, -0.270160995619,
 )
 
 
@@ -93,7 +117,10 @@ class PlanarGaitParams:
         zmp_margin: planned ZMP stays this far inside [−l_heel, l_toe] [m].
         mu: friction coefficient used for planning (keep it below the ground's).
         n_nodes: quadrature and constraint nodes per step (odd, Simpson's rule).
-        t_start, t_end: double-support holds before the first / after the last step [s].
+        ds_time: T_ds, double support after every step but the last, also the duration of the
+            load transfers in the holds [s] (0: the paper's instantaneous exchange).
+        t_start, t_end: double-support holds before the first / after the last step, each
+            ≥ ds_time [s].
         optimize: True: always run SLSQP; False: use ``DEFAULT_SOLUTION`` when it applies
             (default parameters, robot and q0), else optimise.
         max_iter: SLSQP iteration cap.
@@ -108,7 +135,8 @@ class PlanarGaitParams:
     zmp_margin: float = 0.015
     mu: float = 0.6
     n_nodes: int = 11
-    t_start: float = 0.1
+    ds_time: float = 0.1
+    t_start: float = 0.3
     t_end: float = 0.5
     optimize: bool = False
     max_iter: int = 60
@@ -125,8 +153,9 @@ class PlanarGaitParams:
         _check("n_nodes", self.n_nodes, 3, 201, lo_open=False)
         if self.n_nodes % 2 == 0:
             raise ConfigError(f"planar_walk.n_nodes = {self.n_nodes} must be odd (Simpson)")
-        _check("t_start", self.t_start, 0.0, 60.0, lo_open=False)
-        _check("t_end", self.t_end, 0.0, 60.0, lo_open=False)
+        _check("ds_time", self.ds_time, 0.0, 5.0, lo_open=False)
+        _check("t_start", self.t_start, self.ds_time, 60.0, lo_open=False)
+        _check("t_end", self.t_end, self.ds_time, 60.0, lo_open=False)
         _check("max_iter", self.max_iter, 1, 10000, lo_open=False)
 
 
@@ -196,6 +225,26 @@ class Phase:
         vel[:, c] = np.where(first, v1, v2)
         acc[:, c] = np.where(first, a1, a2)
         return pos, vel, acc
+
+
+@dataclass
+class DoublePhase:
+    """Double support after a step (module docstring): both soles on their footholds ``x``
+    (foot → x) from ``t0`` for ``T``; the torso moves at constant velocity from ``base`` =
+    [x, z, pitch, ẋ, ż, pitch rate]; the load share of ``landing`` rises from 0 to 1."""
+
+    stance: tuple[str, ...]
+    t0: float
+    T: float
+    x: dict[str, float]
+    base: np.ndarray
+    landing: str
+    lifting: str
+
+    def shares(self, t: float) -> dict[str, float]:
+        """Planned load shares α at time t from the phase start (quintic ramp)."""
+        alpha = quintic(min(max(t / self.T, 0.0), 1.0))[0]
+        return {self.lifting: 1.0 - alpha, self.landing: alpha}
 
 
 @dataclass
@@ -352,6 +401,12 @@ class PlanarGaitModel:
         return [self.single_support(*x, phase.stance[0], phase.x)
                 for x in zip(pos, vel, acc, strict=True)]
 
+    def double_state(self, phase: DoublePhase, t: float):
+        """Full (q, v, v̇) at time t from the start of a double support: base at constant
+        velocity, joints from the closed chain."""
+        base = phase.base
+        return self.closed_chain(base[:3] + base[3:] * t, base[3:], np.zeros(3), phase.x)
+
     def dynamics(self, q, v, a, stance: tuple[str, ...]) -> NodeResult:
         """τ and stance wrenches from ``M v̇ + h = Sᵀτ + J_sᵀλ`` (Bravo & Rengifo eqs. 35–38;
         minimum-norm λ with two stance feet), and the heights of the swing sole points."""
@@ -373,6 +428,9 @@ class PlanarGaitModel:
 
 class PlanarGaitPlanner:
     """Builds the gait of the module docstring from its 24 unknowns and optimises them.
+
+    Cost and constraint terms are keyed: 0 start step, 1 periodic step, 2 stop step, 3 double
+    support (``MULT`` gives how often each occurs in the gait).
 
     Args:
         gm: the ``PlanarGaitModel``.
@@ -397,29 +455,45 @@ class PlanarGaitPlanner:
         self.base0 = q0[:3].copy()
         self.base0[0] -= self.x0
 
-    def phases(self, x: np.ndarray) -> list[Phase]:
-        """The steps for unknowns x = [E; knot_start; knot_periodic; knot_stop]."""
+    @property
+    def mult(self) -> dict[int, float]:
+        """How many times each keyed term occurs in the gait (class docstring)."""
+        n = self.p.n_steps
+        return {0: 1.0, 1: n - 2.0, 2: 1.0, 3: n - 1.0 if self.p.ds_time > 0.0 else 0.0}
+
+    def gait(self, x: np.ndarray) -> tuple[list[Phase], list[DoublePhase]]:
+        """The steps and the double supports between them for unknowns
+        x = [E; knot_start; knot_periodic; knot_stop]."""
         gm, p = self.gm, self.p
         x = np.asarray(x, float)
         E = x[:6]
-        s, T, n = p.step_length, p.step_time, p.n_steps
+        s, T, Td, n = p.step_length, p.step_time, p.ds_time, p.n_steps
+        carried = np.concatenate([E[3:] * Td, np.zeros(3)])  # torso drift over the support
         rest = (self.qa0, np.zeros_like(self.qa0))
-        out, x_st = [], self.x0
+        steps, doubles, x_st = [], [], self.x0
         for k in range(n):
             stance = gm.names[k % 2]
-            swing_cols = gm.legs[gm.other(stance)].cols
-            start = E - np.array([s, 0, 0, 0, 0, 0])
-            start[0] += x_st
+            swing = gm.other(stance)
+            t0 = p.t_start + k * (T + Td)
+            start = E + carried
+            start[0] += x_st - s
             end = E.copy()
             end[0] += x_st
             a = rest if k == 0 else gm.boundary(start, x_st, x_st - s, stance)
             b = rest if k == n - 1 else gm.boundary(end, x_st, x_st + s, stance)
             kind = 0 if k == 0 else (2 if k == n - 1 else 1)
             knot = x[6 + 6 * kind:12 + 6 * kind]
-            out.append(Phase((stance,), p.t_start + k * T, T, x_st, a, b, (knot[:3], knot[3:]),
-                             swing_cols))
+            steps.append(Phase((stance,), t0, T, x_st, a, b, (knot[:3], knot[3:]),
+                               gm.legs[swing].cols))
+            if k < n - 1 and Td > 0.0:
+                doubles.append(DoublePhase(gm.names, t0 + T, Td, {stance: x_st, swing: x_st + s},
+                                           end, landing=swing, lifting=stance))
             x_st += s
-        return out
+        return steps, doubles
+
+    def phases(self, x: np.ndarray) -> list[Phase]:
+        """The single-support steps for unknowns x (``gait``)."""
+        return self.gait(x)[0]
 
     def evaluate_phase(self, phase: Phase, n_nodes: int | None = None):
         """Nodes of a step: (sigma, list of NodeResult)."""
@@ -428,14 +502,19 @@ class PlanarGaitPlanner:
         return sigma, [gm.dynamics(*x, phase.stance)
                        for x in gm.phase_states(phase, sigma * phase.T)]
 
+    @staticmethod
+    def _effort(T: float, nodes: list[NodeResult]) -> float:
+        """∫₀ᵀ τᵀτ dt by Simpson's rule on equally spaced nodes (odd count)."""
+        n = len(nodes)
+        w = np.ones(n)
+        w[1:-1:2], w[2:-1:2] = 4.0, 2.0
+        return T / (3.0 * (n - 1)) * w @ np.array([nd.tau @ nd.tau for nd in nodes])
+
     def phase_terms(self, phase: Phase):
         """(∫ τᵀτ dt by Simpson's rule, constraint values ≥ 0) of one step."""
         p = self.p
         sigma, nodes = self.evaluate_phase(phase)
-        n = len(sigma)
-        w = np.ones(n)
-        w[1:-1:2], w[2:-1:2] = 4.0, 2.0
-        cost = phase.T / (3.0 * (n - 1)) * w @ np.array([nd.tau @ nd.tau for nd in nodes])
+        cost = self._effort(phase.T, nodes)
         fx, fz, my = np.array([nd.wrench[phase.stance[0]] for nd in nodes]).T
         zmp = -my / np.maximum(fz, 1e-9)
         env = p.clearance * (4 * sigma * (1 - sigma)) ** 2
@@ -446,11 +525,37 @@ class PlanarGaitPlanner:
                  - self.knee_min).ravel()]
         return cost, np.concatenate(cons)
 
+    def double_terms(self, phase: DoublePhase):
+        """(∫ τᵀτ dt, constraint values ≥ 0) of a double support (module docstring)."""
+        p, gm = self.p, self.gm
+        sigma = np.linspace(0.0, 1.0, p.n_nodes)
+        nodes = [gm.dynamics(*gm.double_state(phase, sg * phase.T), phase.stance)
+                 for sg in sigma]
+        x_lift, x_land = phase.x[phase.lifting], phase.x[phase.landing]
+        w = {name: np.array([nd.wrench[name] for nd in nodes]) for name in phase.stance}
+        fx = sum(w[name][:, 0] for name in phase.stance)
+        fz = sum(w[name][:, 1] for name in phase.stance)
+        # net moment about the lifting sole's origin: m_y − (x_k − x_lift) f_z,k per foot
+        my = sum(w[name][:, 2] - (phase.x[name] - x_lift) * w[name][:, 1]
+                 for name in phase.stance)
+        zmp = x_lift - my / np.maximum(fz, 1e-9)
+        alpha = np.array([quintic(sg)[0] for sg in sigma])
+        lo = (1 - alpha) * x_lift + alpha * x_land - p.l_heel + p.zmp_margin
+        hi = (1 - alpha) * x_lift + alpha * x_land + p.l_toe - p.zmp_margin
+        cons = [hi - zmp, zmp - lo, fz / self.mg - 0.2, (p.mu * fz - np.abs(fx)) / self.mg,
+                (np.array([nd.q[gm.robot.q_idx][self.knees] for nd in nodes])
+                 - self.knee_min).ravel()]
+        return self._effort(phase.T, nodes), np.concatenate(cons)
+
     def _terms(self, x: np.ndarray, only: int | None = None):
-        """Cost terms and constraints of the start (0), periodic (1) and stop (2) steps."""
-        phases = self.phases(x)
-        picked = {0: phases[0], 1: phases[1], 2: phases[-1]}
-        return {i: self.phase_terms(ph) for i, ph in picked.items() if only in (None, i)}
+        """Cost terms and constraints keyed as in the class docstring (only: just that key;
+        the double support depends on E alone, so a knot never perturbs it)."""
+        steps, doubles = self.gait(x)
+        picked = {0: steps[0], 1: steps[1], 2: steps[-1]}
+        out = {i: self.phase_terms(ph) for i, ph in picked.items() if only in (None, i)}
+        if doubles and only is None:
+            out[3] = self.double_terms(doubles[0])
+        return out
 
     def evaluate(self, x: np.ndarray):
         """(total cost J of eq. 40, all constraints ≥ 0) for unknowns x, or None when a
@@ -459,9 +564,9 @@ class PlanarGaitPlanner:
             terms = self._terms(x)
         except ConfigError:
             return None
-        mult = (1.0, self.p.n_steps - 2.0, 1.0)
+        mult = self.mult
         return (sum(mult[i] * terms[i][0] for i in terms),
-                np.concatenate([terms[i][1] for i in terms]))
+                np.concatenate([terms[i][1] for i in sorted(terms)]))
 
     def initial_guess(self) -> np.ndarray:
         """Hand-picked start: torso upright 1 cm below q0's height, 0.8 step_length ahead of
@@ -511,7 +616,7 @@ class PlanarGaitPlanner:
         scale = np.concatenate([[0.02, 0.02, 0.05, 0.1, 0.1, 0.3], np.tile([0.1] * 3 + [0.5] * 3,
                                                                            3)])
         n = x0.size
-        mult = (1.0, self.p.n_steps - 2.0, 1.0)
+        mult = self.mult
         start = self.evaluate(x0)
         if start is None:
             raise ConfigError("planar_walk: the initial guess puts a foothold out of reach")
@@ -533,8 +638,12 @@ class PlanarGaitPlanner:
                 cache.clear()
                 cache[key] = out
                 return out
-            c0 = np.concatenate([base[i][1] for i in range(3)])
-            offsets = np.cumsum([0] + [base[i][1].size for i in range(3)])
+            keys = sorted(base)
+            c0 = np.concatenate([base[i][1] for i in keys])
+            offsets = dict(zip(keys, np.cumsum([0] + [base[i][1].size for i in keys]),
+                               strict=False))
+            offsets_end = dict(zip(keys, np.cumsum([base[i][1].size for i in keys]),
+                                   strict=True))
             gf, gc = np.zeros(n), np.zeros((n_cons, n))
             h = 1e-6
             for j in range(n):
@@ -547,7 +656,7 @@ class PlanarGaitPlanner:
                     continue
                 for i, (ci, gi) in terms.items():
                     gf[j] += mult[i] * (ci - base[i][0]) / h
-                    gc[offsets[i]:offsets[i + 1], j] = (gi - base[i][1]) / h
+                    gc[offsets[i]:offsets_end[i], j] = (gi - base[i][1]) / h
             out = (f0 / f_ref, c0, gf / f_ref, gc)
             cache.clear()
             cache[key] = out
@@ -575,7 +684,8 @@ class PlanarWalkBehavior(Behavior):
         **params: fields of ``PlanarGaitParams``.
 
     Attributes:
-        phases: the steps (``Phase``); solution: the optimal unknowns; result: scipy's result
+        phases: the steps (``Phase``); doubles: the double supports between them
+            (``DoublePhase``); solution: the optimal unknowns; result: scipy's result
             (None when taken from ``DEFAULT_SOLUTION`` or the in-process cache); cost: J of
             eq. 40; footsteps: foothold x of the feet, the initial one then one per step [m];
             planned_distance [m].
@@ -615,8 +725,8 @@ class PlanarWalkBehavior(Behavior):
             worst = "unreachable" if found is None else f"{found[1].min():.3g}"
             raise ConfigError(f"planar_walk: no feasible gait found (worst constraint {worst})")
         self.cost = found[0]
-        self.phases = self.planner.phases(self.solution)
-        self.t_walk_end = p.t_start + p.n_steps * p.step_time
+        self.phases, self.doubles = self.planner.gait(self.solution)
+        self.t_walk_end = p.t_start + p.n_steps * p.step_time + (p.n_steps - 1) * p.ds_time
         self.duration = self.t_walk_end + p.t_end
         self.footsteps = np.array([self.planner.x0] + [
             ph.x + (p.step_length if k < p.n_steps - 1 else 0.0)
@@ -624,24 +734,58 @@ class PlanarWalkBehavior(Behavior):
         self.planned_distance = float(self.footsteps[-1] - self.footsteps[0])
         self._both = self.gm.names
 
-    def phase_at(self, t: float) -> Phase | None:
-        """The step running at t (None during the initial and final holds)."""
+    def _locate(self, t: float) -> tuple[Phase | None, DoublePhase | None]:
+        """(step, double support) running at t; (None, None) during the holds."""
         p = self.params
         if t < p.t_start or t >= self.t_walk_end:
-            return None
-        return self.phases[min(int((t - p.t_start) // p.step_time), p.n_steps - 1)]
+            return None, None
+        k, r = divmod(t - p.t_start, p.step_time + p.ds_time)
+        k = min(int(k), p.n_steps - 1)
+        if r < p.step_time or k == p.n_steps - 1:
+            return self.phases[k], None
+        return None, self.doubles[k]
+
+    def phase_at(self, t: float) -> Phase | None:
+        """The step (single support) running at t, else None."""
+        return self._locate(t)[0]
+
+    def double_at(self, t: float) -> DoublePhase | None:
+        """The double support between steps running at t, else None."""
+        return self._locate(t)[1]
+
+    def hold_shares(self, t: float) -> dict[str, float]:
+        """Planned load shares during the holds: from equal to all on the first stance foot
+        over the last ``ds_time`` before the walk, back to equal over the first ``ds_time``
+        after it (quintic ramps; feet together, so only the internal forces change)."""
+        p = self.params
+        if t < p.t_start:
+            foot, alpha = self.phases[0].stance[0], (t - p.t_start + p.ds_time)
+        else:
+            foot, alpha = self.phases[-1].stance[0], (self.t_walk_end + p.ds_time - t)
+        alpha = quintic(min(max(alpha / p.ds_time, 0.0), 1.0))[0] if p.ds_time > 0 else 0.0
+        return {name: 0.5 + (0.5 if name == foot else -0.5) * alpha for name in self._both}
 
     def reference(self, t: float) -> Reference:
-        """Stance and joint references q_joints, v_joints, a_joints at time t."""
-        phase = self.phase_at(t)
-        n = self.robot.n_joints
-        if phase is None:
-            return Reference(stance=self._both, q_joints=self.planner.qa0.copy(),
-                             v_joints=np.zeros(n), a_joints=np.zeros(n))
-        q, v, a = phase.joints(np.array([t - phase.t0]))
-        return Reference(stance=phase.stance, q_joints=q[0], v_joints=v[0], a_joints=a[0])
+        """Stance and joint references q_joints, v_joints, a_joints at time t; planned load
+        shares in double support."""
+        step, double = self._locate(t)
+        robot = self.robot
+        if step is not None:
+            q, v, a = step.joints(np.array([t - step.t0]))
+            return Reference(stance=step.stance, q_joints=q[0], v_joints=v[0], a_joints=a[0])
+        if double is not None:
+            q, v, a = self.gm.double_state(double, t - double.t0)
+            return Reference(stance=self._both, q_joints=q[robot.q_idx],
+                             v_joints=v[robot.v_idx], a_joints=a[robot.v_idx],
+                             load_share=double.shares(t - double.t0))
+        n = robot.n_joints
+        return Reference(stance=self._both, q_joints=self.planner.qa0.copy(),
+                         v_joints=np.zeros(n), a_joints=np.zeros(n),
+                         load_share=self.hold_shares(t))
 
     def planned_state(self, t: float):
         """Planned full (q, v, v̇) at t during the walk (None during the holds)."""
-        phase = self.phase_at(t)
-        return None if phase is None else self.gm.phase_state(phase, t - phase.t0)
+        step, double = self._locate(t)
+        if step is not None:
+            return self.gm.phase_state(step, t - step.t0)
+        return None if double is None else self.gm.double_state(double, t - double.t0)
