@@ -139,7 +139,7 @@ class PlanarGaitParams:
     t_start: float = 0.3
     t_end: float = 0.5
     optimize: bool = False
-    max_iter: int = 60
+    max_iter: int = 300
 
     def __post_init__(self):
         _check("n_steps", self.n_steps, 3, 100, lo_open=False)
