@@ -640,10 +640,8 @@ class PlanarGaitPlanner:
                 return out
             keys = sorted(base)
             c0 = np.concatenate([base[i][1] for i in keys])
-            offsets = dict(zip(keys, np.cumsum([0] + [base[i][1].size for i in keys]),
-                               strict=False))
-            offsets_end = dict(zip(keys, np.cumsum([base[i][1].size for i in keys]),
-                                   strict=True))
+            ends = np.cumsum([base[i][1].size for i in keys])
+            rows = {i: slice(e - base[i][1].size, e) for i, e in zip(keys, ends, strict=True)}
             gf, gc = np.zeros(n), np.zeros((n_cons, n))
             h = 1e-6
             for j in range(n):
@@ -656,7 +654,7 @@ class PlanarGaitPlanner:
                     continue
                 for i, (ci, gi) in terms.items():
                     gf[j] += mult[i] * (ci - base[i][0]) / h
-                    gc[offsets[i]:offsets_end[i], j] = (gi - base[i][1]) / h
+                    gc[rows[i], j] = (gi - base[i][1]) / h
             out = (f0 / f_ref, c0, gf / f_ref, gc)
             cache.clear()
             cache[key] = out
