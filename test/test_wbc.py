@@ -155,6 +155,38 @@ def test_double_support_tasks_and_internal_forces_exact(robot):
     np.testing.assert_allclose(out.info["f_int_pred"], f_ref, atol=1e-7)
 
 
+@pytest.mark.parametrize("tension", [0.0, 10.0])
+def test_load_share_tension_splits_force_along_the_feet(robot, tension):
+    """Reference cart-table ZMP ¾ of the way from the left to the right sole centre: the
+    predicted wrenches give each foot its load share (α = ¼, ¾) of the net force along the
+    foot line e_12, and a commanded tension adds (f_1 − f_2)·e_12 = t_ref on top (step 4)."""
+    q0 = robot.standing_configuration()
+    data = robot.create_data()
+    pin.framesForwardKinematics(robot.model, data, q0)
+    c1, c2 = (data.oMf[b.frame_id].act(0.5 * (b.offsets.min(axis=0) + b.offsets.max(axis=0)))
+              for b in robot.contact_bodies)
+    com = pin.centerOfMass(robot.model, data, q0).copy()
+    height = com[2] - 0.5 * (c1[2] + c2[2])
+    zmp = c1 + 0.75 * (c2 - c1)
+    acc = np.zeros(3)
+    acc[:2] = (com[:2] - zmp[:2]) * 9.81 / height  # p = c − h c̈ / g
+    ref = Reference(stance=tuple(b.name for b in robot.contact_bodies), com=com,
+                    com_vel=np.zeros(3), com_acc=acc, q_joints=q0[robot.q_idx],
+                    internal=np.array([tension, 0, 0, 0, 0, 0]))
+    out = make_controller("wbc", robot, _Fixed(ref), DT).compute(
+        Measurement(0.0, q0, np.zeros(robot.nv), {}))
+    assert out.info["load_share"] == pytest.approx([0.25, 0.75], abs=1e-9)
+    assert out.info["saturated"] == 0
+    f = out.info["wrenches_pred"]
+    f1, f2 = f[:3], f[6:9]
+    P1, P2 = out.info["cop_refs"]
+    e12 = (P2 - P1) / np.linalg.norm(P2 - P1)
+    F = (f1 + f2) @ e12
+    assert abs(F) > 10.0  # the lateral acceleration needs a real force along the feet
+    assert (f1 - f2) @ e12 == pytest.approx((0.25 - 0.75) * F + tension, abs=1e-6)
+    assert f1 @ e12 == pytest.approx(0.25 * F + 0.5 * tension, abs=1e-6)
+
+
 def test_single_support_swing_foot_task_exact(robot):
     """Single support: CoM and swing-foot accelerations are those commanded (eqs. 28–31)."""
     q0 = robot.standing_configuration()

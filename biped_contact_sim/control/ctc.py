@@ -261,6 +261,44 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
     return ConstrainedDynamics(a, tau, wrenches, residual, null_basis)
 
 
+def reference_load_shares(ref: Reference, stance, centres, g: float) -> np.ndarray | None:
+    """Load shares α = (α_1, α_2) of two stance feet (module docstring, step 4; our addition).
+
+    ``Reference.load_share`` when the behaviour plans its load transfer, else from the
+    reference's cart-table ZMP p = c_xy − (c_z − z_s) c̈_xy / (g + c̈_z) projected on the segment
+    between the sole centres, α_2 = (p − c_1)·(c_2 − c_1) / ‖c_2 − c_1‖²; clipped to
+    [α_min, 1 − α_min], α_min = ``MIN_SHARE``. None without either (or with coincident centres).
+
+    Args:
+        ref: the reference (``load_share`` or ``com``/``com_acc`` read).
+        stance: the two stance foot names, in the order of ``centres``.
+        centres: world positions of the two sole centres (3,).
+        g: gravity magnitude [m/s²].
+
+    Raises:
+        ConfigError: ``Reference.load_share`` lacks a stance foot.
+    """
+    if ref.load_share is not None:
+        try:
+            a2 = float(ref.load_share[stance[1]])
+        except KeyError:
+            raise ConfigError(f"Reference.load_share names {sorted(ref.load_share)}; "
+                              f"it needs the stance foot {stance[1]!r}") from None
+    elif ref.com is None or ref.com_acc is None:
+        return None
+    else:
+        c1, c2 = (np.asarray(c, float) for c in centres)
+        com, acc = np.asarray(ref.com, float), np.asarray(ref.com_acc, float)
+        height = com[2] - 0.5 * (c1[2] + c2[2])
+        p = com[:2] - height * acc[:2] / (g + acc[2])
+        d = (c2 - c1)[:2]
+        if float(d @ d) < 1e-12:
+            return None
+        a2 = float((p - c1[:2]) @ d / (d @ d))
+    a2 = float(np.clip(a2, MIN_SHARE, 1.0 - MIN_SHARE))
+    return np.array([1.0 - a2, a2])
+
+
 class ComputedTorqueController(Controller):
     """Computed-torque control under stance constraints (module docstring, Bravo & Rengifo
     eqs. 27–39 generalised to a floating base and double support).
@@ -308,39 +346,15 @@ class ComputedTorqueController(Controller):
         return tuple(b.name for b in self.robot.contact_bodies if b.name in stance)
 
     def load_shares(self, ref: Reference, stance: tuple[str, ...]) -> np.ndarray | None:
-        """Load shares α_k of the stance feet (module docstring, step 4), or None (not two
-        feet, ``load_share`` off, or neither ``Reference.load_share`` nor a CoM reference).
-
-        ``Reference.load_share`` when the behaviour gives it (a planned load transfer),
-        clipped to [α_min, 1 − α_min]; else from the reference's cart-table ZMP. Reads the
-        sole placements of ``self.data`` (set by ``constrained_inverse_dynamics``).
-        """
+        """Load shares α_k of the stance feet (``reference_load_shares``), or None (not two
+        feet or ``load_share`` off). Reads the sole placements of ``self.data`` (set by
+        ``constrained_inverse_dynamics``)."""
         if not self.settings.load_share or len(stance) != 2:
             return None
-        if ref.load_share is not None:
-            try:
-                a2 = float(ref.load_share[stance[1]])
-            except KeyError:
-                raise ConfigError(f"Reference.load_share names {sorted(ref.load_share)}; "
-                                  f"it needs the stance foot {stance[1]!r}") from None
-            a2 = float(np.clip(a2, MIN_SHARE, 1.0 - MIN_SHARE))
-            return np.array([1.0 - a2, a2])
-        if ref.com is None or ref.com_acc is None:
-            return None
-        centres = []
-        for body in _stance_bodies(self.robot, stance):
-            oMs = self.data.oMf[body.frame_id]
-            centres.append(oMs.act(body.offsets.mean(axis=0)))
-        c1, c2 = centres
+        centres = [self.data.oMf[b.frame_id].act(b.offsets.mean(axis=0))
+                   for b in _stance_bodies(self.robot, stance)]
         g = float(np.linalg.norm(self.robot.model.gravity.linear))
-        com, acc = np.asarray(ref.com, float), np.asarray(ref.com_acc, float)
-        height = com[2] - 0.5 * (c1[2] + c2[2])
-        p = com[:2] - height * acc[:2] / (g + acc[2])
-        d = (c2 - c1)[:2]
-        if float(d @ d) < 1e-12:
-            return None
-        a2 = float(np.clip((p - c1[:2]) @ d / (d @ d), MIN_SHARE, 1.0 - MIN_SHARE))
-        return np.array([1.0 - a2, a2])
+        return reference_load_shares(ref, stance, centres, g)
 
     def internal_forces(self, meas: Measurement, stance: tuple[str, ...], lam0: np.ndarray,
                         null_basis: np.ndarray,

@@ -39,6 +39,20 @@ the measurement (q, v, wrenches) alone:
        F_int,cmd = F_int,ref + kp_int e + ki_int ∫ e dt,   e = F_int,ref − W_int f_meas,
    with the integral clamped to ``int_limit`` and reset whenever a stance foot's measured normal
    force drops below ``min_normal_force`` or the stance changes (anti-windup, §IV-E).
+
+   Load-share tension (our addition, ``load_share``): a zero tension reference gives both feet
+   the same force along e_12 whatever their normal loads, so a foot that has just landed and
+   carries nothing is asked for ~20 N of tangential force outside its friction cone (seen on
+   ``walk``: the landed sole rolled 0.24 rad and the robot fell). With two stance feet and load
+   shares α_k (``ctc.reference_load_shares``: the behaviour's planned shares or the
+   reference's cart-table ZMP between the sole centres) the tension reference becomes
+
+       t_12,ref = t_12,ref(Reference.internal) + (α_1 − α_2) F·e_12,
+
+   F the net ground force the tasks command: each foot then carries its own share of the
+   force along the foot line (f_k·e_12 = α_k F·e_12 when the reference tension is zero), and
+   the commanded tension is a squeeze on top of that split. Standing symmetric (α = ½) it
+   adds nothing.
 5. τ clamped to the effort limits.
 
 Discrete-time bounds (checked at construction, dt = control period): a PD task on a double
@@ -56,6 +70,7 @@ import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim.control.base import Controller, ControlOutput, Measurement, Reference
+from biped_contact_sim.control.ctc import reference_load_shares
 from biped_contact_sim.control.grasp import ContactAnchor, grasp_model, skew, sole_wrench_at
 from biped_contact_sim.errors import ConfigError, InputError
 
@@ -81,6 +96,7 @@ class WBCSettings:
             forces are whatever the task torques produce (for comparisons).
         kd_am: damping of the centroidal angular momentum about the line between the feet
             CoPs (double support; keeps the ZMP on that line, App. B) [1/s].
+        load_share: add the load-share tension (module docstring, step 4; our addition).
         rcond: relative eigenvalue cutoff of the pseudo-inverses Φ*⁺ and Λ*⁺.
     """
 
@@ -98,14 +114,15 @@ class WBCSettings:
     min_normal_force: float = 5.0
     internal_forces: bool = True
     kd_am: float = 5.0
+    load_share: bool = True
     rcond: float = 1e-8
 
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "internal_forces":
+            if f.name in ("internal_forces", "load_share"):
                 if not isinstance(value, bool):
-                    raise ConfigError(f"internal_forces = {value!r} must be true or false")
+                    raise ConfigError(f"{f.name} = {value!r} must be true or false")
                 continue
             if not (isinstance(value, (int, float)) and np.isfinite(value)):
                 raise ConfigError(f"{f.name} = {value!r} must be a finite number")
@@ -192,6 +209,7 @@ class WholeBodyController(Controller):
         self._base_frame = robot.model.getFrameId(robot.base_link)
         self._R_base_ref = np.eye(3)
         self._lower = np.tril_indices(robot.nv, -1)
+        self._g = float(np.linalg.norm(robot.model.gravity.linear))
         self.reset()
 
     def reset(self) -> None:
@@ -390,6 +408,17 @@ class WholeBodyController(Controller):
             if self._stance != stance or self._integral is None \
                     or self._integral.shape != (m_int,) or not contact_ok:
                 self._integral = np.zeros(m_int)  # anti-windup: reset when a contact is lost
+            alpha = None
+            if s.load_share and len(bodies) == 2:
+                centres = [data.oMf[b.frame_id].act(self._sole_centre[b.name]) for b in bodies]
+                alpha = reference_load_shares(ref, stance, centres, self._g)
+            if alpha is not None:
+                e12 = anchors[1] - anchors[0]
+                e12 /= np.linalg.norm(e12)
+                F_net = grasp.W_com[:3] @ (f0 - D @ tau)  # Σ f_k the tasks command (eq. 20)
+                f_int_ref = f_int_ref.copy()
+                f_int_ref[0] += (alpha[0] - alpha[1]) * (F_net @ e12)
+            info["load_share"] = alpha
             f_int_cmd = f_int_ref.copy()
             if contact_ok and (s.kp_int > 0 or s.ki_int > 0):
                 e = f_int_ref - f_int_meas
