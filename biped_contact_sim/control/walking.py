@@ -36,6 +36,14 @@ Pipeline, all computed at construction on a planning grid of period ``dt``:
    kept for good made every later lift-off start from an inconsistent chain: the joint errors
    the closed chain had absorbed were released at once into the swing leg (seen: the second
    lift-off of ``walk`` rolled the stance foot onto an edge).
+
+   The depth sets the touch-down speed: h b(σ) − d s(σ) crosses z = 0 where
+   64 h (1 − σ)³ ≈ d, at a speed ≈ 192 h (1 − σ)² / T ∝ h^⅓ d^⅔. The default d = 40 µm lands
+   at ≈ 8 mm/s ≈ 15 ms early. Measured on ``walk`` with ``ctc``: a deeper aim (d = 0.1–0.2 mm,
+   20–26 mm/s) makes the rigid contact models' plastic impact throw the unloaded sole back up
+   by ~0.17 mm, and the ctc, holding it as a stance constraint from t_land, rolls the other
+   foot; a shallower one (d ≤ 20 µm) leaves ``penalty_fl``'s sole hovering at the switch. The
+   window that suits the four models tried (not spring_damper) is narrow (30–50 µm).
 5. Joint references by inverse kinematics (damped least-squares CLIK, warm-started) of the
    stacked task [CoM (3); left sole (6); right sole (6); pelvis orientation (3, upright);
    waist joints (2, q0's)] — 20 rows for the 20 DoF, so the solution is exact. Velocities
@@ -99,7 +107,7 @@ class WalkParams:
     ss_time: float = 0.6
     ds_time: float = 0.2
     swing_height: float = 0.04
-    touchdown_depth: float = 2e-4
+    touchdown_depth: float = 4e-5
     t_init: float = 1.5
     t_final: float = 1.0
     dt: float = 0.005
