@@ -1,7 +1,8 @@
-"""Closed-loop walks with computed-torque control (issue acceptance numbers).
+"""Closed-loop walks with computed-torque and whole-body control (issue acceptance numbers).
 
 ``walk``: the 3-D biped's five-step gait (METHODS §4.3) tracked by ``ctc`` (§4.1) on
-``penalty_fl`` (§2.2). Acceptance: five steps completed, no fall, forward progress ≥ 90 % of the
+``penalty_fl`` (§2.2) and ``gauss_seidel`` (§2.3), and by ``wbc`` (§4.2) on ``penalty_fl``.
+Acceptance: five steps completed, no fall, forward progress ≥ 90 % of the
 planned 0.48 m, force ZMP inside the support polygon in ≥ 99 % of the samples, no stance-foot
 slip above 2 mm, torques within the limits.
 
@@ -130,10 +131,15 @@ def test_penalty_fl_sole_on_the_ground_is_in_contact():
 
 
 # ---------------------------------------------------------------------- closed-loop walks
-def test_walk_ctc_penalty_fl_five_steps():
-    result = run("walk", "penalty_fl")  # the scenario's defaults: ctc, separation damping
-    assert result.controller == "ctc"
-    assert result.contact_settings["separation_damping"] is True
+@pytest.mark.parametrize("model, controller", [("penalty_fl", "ctc"), ("gauss_seidel", "ctc"),
+                                               ("penalty_fl", "wbc")])
+def test_walk_five_steps(model, controller):
+    """Acceptance of ``walk`` (module docstring) with the scenario's contact defaults
+    (``penalty_fl``: separation damping)."""
+    result = run("walk", model, controller=controller)
+    assert result.controller == controller
+    if model == "penalty_fl":
+        assert result.contact_settings["separation_damping"] is True
     summary = result.summary()
     m = summary["metrics"]
     assert summary["error"] is None and not summary["fell"]

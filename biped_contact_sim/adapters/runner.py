@@ -38,6 +38,7 @@ CONTROLLERS = ("none", "joint_pd", *control_layer.CONTROLLERS)
 DEFAULT_CONTACT_MODEL = "penalty_fl"
 DEFAULT_DURATION = 5.0  # [s] a scenario without its own duration, run without a behaviour
 FALL_HEIGHT_RATIO = 0.5  # a biped whose base drops below half its initial height has fallen
+COP_MIN_SHARE = 0.1  # a foot's CoP is compared with its target above this share of the load
 
 
 @dataclass(frozen=True)
@@ -449,7 +450,10 @@ def _tracking_metrics(result: RunResult, settle: float = 0.5) -> dict[str, Any]:
     what is measured: CoM error (``com_error``), joint tracking RMS (``q_err``), internal
     tension from the measured sole wrenches against its reference (``tension``,
     ``tension_ref``), and each stance foot's measured CoP (from the contact forces) against its
-    target (``cop_refs``, world, in ``stance`` order)."""
+    target (``cop_refs``, world, in ``stance`` order). CoP targets count in double support
+    only (in single support the stance CoP is the ZMP the motion needs, not a target) and for
+    feet carrying at least ``COP_MIN_SHARE`` of the measured normal load (the CoP of a foot
+    touching down or lifting off sits on whichever vertex still touches)."""
     names = [b.name for b in result.robot.contact_bodies]
     com, q_rms, tension, cop = [], [], [], []
     for smp in result.samples:
@@ -462,11 +466,14 @@ def _tracking_metrics(result: RunResult, settle: float = 0.5) -> dict[str, Any]:
             q_rms.append(float(np.sqrt(np.mean(np.square(info["q_err"])))))
         if "tension" in info and np.isfinite(info["tension"]):
             tension.append(abs(info["tension"] - info["tension_ref"]))
-        for i, foot in enumerate(info.get("stance", ())):
+        stance = info.get("stance", ())
+        total = sum(f.normal_force for f in smp.obs.feet)
+        for i, foot in enumerate(stance if len(stance) >= 2 else ()):
             refs = info.get("cop_refs")
-            measured = smp.obs.feet[names.index(foot)].cop
-            if refs is not None and i < len(refs) and measured is not None:
-                cop.append(float(np.linalg.norm(measured[:2] - refs[i][:2])))
+            obs = smp.obs.feet[names.index(foot)]
+            if (refs is not None and i < len(refs) and obs.cop is not None
+                    and obs.normal_force >= COP_MIN_SHARE * total):
+                cop.append(float(np.linalg.norm(obs.cop[:2] - refs[i][:2])))
     out: dict[str, Any] = {}
     if com:
         out["com_error_max_m"] = float(np.max(com))
