@@ -430,7 +430,7 @@ class PlanarGaitPlanner:
     """Builds the gait of the module docstring from its 24 unknowns and optimises them.
 
     Cost and constraint terms are keyed: 0 start step, 1 periodic step, 2 stop step, 3 double
-    support (``MULT`` gives how often each occurs in the gait).
+    support (``mult`` gives how often each occurs in the gait).
 
     Args:
         gm: the ``PlanarGaitModel``.
