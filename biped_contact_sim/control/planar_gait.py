@@ -491,10 +491,6 @@ class PlanarGaitPlanner:
             x_st += s
         return steps, doubles
 
-    def phases(self, x: np.ndarray) -> list[Phase]:
-        """The single-support steps for unknowns x (``gait``)."""
-        return self.gait(x)[0]
-
     def evaluate_phase(self, phase: Phase, n_nodes: int | None = None):
         """Nodes of a step: (sigma, list of NodeResult)."""
         sigma = np.linspace(0.0, 1.0, n_nodes or self.p.n_nodes)
@@ -510,6 +506,11 @@ class PlanarGaitPlanner:
         w[1:-1:2], w[2:-1:2] = 4.0, 2.0
         return T / (3.0 * (n - 1)) * w @ np.array([nd.tau @ nd.tau for nd in nodes])
 
+    def _knee_margin(self, nodes: list[NodeResult]) -> np.ndarray:
+        """Knee angle minus its URDF lower limit at every node (≥ 0 when feasible)."""
+        q_idx = self.gm.robot.q_idx
+        return (np.array([nd.q[q_idx][self.knees] for nd in nodes]) - self.knee_min).ravel()
+
     def phase_terms(self, phase: Phase):
         """(∫ τᵀτ dt by Simpson's rule, constraint values ≥ 0) of one step."""
         p = self.p
@@ -521,8 +522,7 @@ class PlanarGaitPlanner:
         cons = [p.l_toe - p.zmp_margin - zmp, zmp + p.l_heel - p.zmp_margin,
                 fz / self.mg - 0.2, (p.mu * fz - np.abs(fx)) / self.mg,
                 (np.array([nd.heights for nd in nodes[1:-1]]) - env[1:-1, None]).ravel(),
-                (np.array([nd.q[self.gm.robot.q_idx][self.knees] for nd in nodes])
-                 - self.knee_min).ravel()]
+                self._knee_margin(nodes)]
         return cost, np.concatenate(cons)
 
     def double_terms(self, phase: DoublePhase):
@@ -543,8 +543,7 @@ class PlanarGaitPlanner:
         lo = (1 - alpha) * x_lift + alpha * x_land - p.l_heel + p.zmp_margin
         hi = (1 - alpha) * x_lift + alpha * x_land + p.l_toe - p.zmp_margin
         cons = [hi - zmp, zmp - lo, fz / self.mg - 0.2, (p.mu * fz - np.abs(fx)) / self.mg,
-                (np.array([nd.q[gm.robot.q_idx][self.knees] for nd in nodes])
-                 - self.knee_min).ravel()]
+                self._knee_margin(nodes)]
         return self._effort(phase.T, nodes), np.concatenate(cons)
 
     def _terms(self, x: np.ndarray, only: int | None = None):
@@ -586,7 +585,7 @@ class PlanarGaitPlanner:
         return x
 
     def _picked(self, x):
-        phases = self.phases(x)
+        phases = self.gait(x)[0]
         return [phases[0], phases[1], phases[-1]]
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
