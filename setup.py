@@ -28,9 +28,9 @@ setup(
     tests_require=["pytest"],
     entry_points={
         "console_scripts": [
-            "biped-sim = biped_contact_sim.adapters.cli:main",
-            "simulator_node = biped_contact_sim.adapters.sim_node:main",
-            "controller_node = biped_contact_sim.adapters.controller_node:main",
+            "biped-sim = biped_contact_sim.cli.main:main",
+            "simulator_node = biped_contact_sim.ros.sim_node:main",
+            "controller_node = biped_contact_sim.ros.controller_node:main",
         ],
     },
 )

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from biped_contact_sim.adapters import cli
+from biped_contact_sim.cli import main as cli
 from biped_contact_sim.contact import CONTACT_MODELS
 from biped_contact_sim.sim.scenarios import SCENARIOS
 

@@ -1,4 +1,4 @@
-"""Constraint-based contact models (METHODS §2.3–2.5) against analytic answers and the papers.
+"""Constraint-based contact models (docs/methods.md §2.3–2.5) against analytic answers, papers.
 
 gauss_seidel (Chardonnet Algorithm 1), time_stepping (Bravo & Rengifo §3, Anitescu–Potra /
 Stewart–Trinkle) and acceleration_lcp (Bravo & Rengifo §2, Chardonnet eq. 7). Short runs: the
@@ -8,7 +8,7 @@ whole file takes well under a minute on one core.
 import numpy as np
 import pytest
 
-from biped_contact_sim.adapters.runner import build, run
+from biped_contact_sim.cli.runner import build, run
 from biped_contact_sim.contact import CONTACT_MODELS, ContactState, make_contact_model
 from biped_contact_sim.errors import ConfigError
 

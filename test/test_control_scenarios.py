@@ -8,7 +8,7 @@ vertex unloading.
 
 import pytest
 
-from biped_contact_sim.adapters.runner import run
+from biped_contact_sim.cli.runner import run
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from biped_contact_sim.adapters.runner import run
+from biped_contact_sim.cli.runner import run
 from biped_contact_sim.contact import CONTACT_MODELS, make_contact_model
 from biped_contact_sim.errors import ConfigError, DivergenceError, InputError
 from biped_contact_sim.robot import RobotModel

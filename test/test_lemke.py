@@ -177,7 +177,7 @@ def test_degenerate_integer_problems_terminate():
 
 
 def time_stepping_lcp(rng, m, d):
-    """The Anitescu–Potra / Stewart–Trinkle LCP of METHODS §2.4 on random data (M = I)."""
+    """The Anitescu–Potra / Stewart–Trinkle LCP of docs/methods.md §2.4 on random data (M = I)."""
     nv = 3 * m + 6
     Jn = rng.standard_normal((m, nv))
     JD = rng.standard_normal((m * d, nv))

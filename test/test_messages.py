@@ -1,4 +1,4 @@
-"""Field dicts of adapters.messages, round-tripped through a real MCAP file."""
+"""Field dicts of record.messages, round-tripped through a real MCAP file."""
 
 import warnings
 from types import SimpleNamespace
@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from biped_contact_sim.adapters import messages, msgdefs
-from biped_contact_sim.adapters.mcap_writer import ROBOT_DESCRIPTION_TOPIC, McapTraceWriter
+from biped_contact_sim.record import messages, msgdefs
+from biped_contact_sim.record.mcap_writer import ROBOT_DESCRIPTION_TOPIC, McapTraceWriter
 
 
 def read_back(path):

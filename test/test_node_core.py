@@ -1,4 +1,4 @@
-"""The ROS 2 nodes' logic without ROS (biped_contact_sim/adapters/node_core.py).
+"""The ROS 2 nodes' logic without ROS (biped_contact_sim/ros/node_core.py).
 
 Stated behaviour checked here: parameter schema and validation messages, torque-command
 validation, watchdog timing, the lockstep gating sequence and its determinism, real-time pacing,
@@ -16,12 +16,12 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from biped_contact_sim.adapters import messages
-from biped_contact_sim.adapters import node_core as nc
 from biped_contact_sim.control.base import Behavior, Controller, ControlOutput, Reference
 from biped_contact_sim.errors import ConfigError, DivergenceError
+from biped_contact_sim.record import messages
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import load_robot_config
+from biped_contact_sim.ros import node_core as nc
 
 ROOT = Path(__file__).resolve().parents[1]
 MS = 1_000_000  # ns
@@ -234,7 +234,7 @@ def test_load_robot_from_description_string_and_overrides(biped):
 
 
 def test_build_world_matches_the_cli_factory():
-    from biped_contact_sim.adapters.runner import build
+    from biped_contact_sim.cli.runner import build
 
     config = nc.sim_config({"scenario_sets": "mu=0.6"})
     world = nc.build_world(config)
@@ -553,7 +553,7 @@ def test_diagnostic_and_multiarray_fields():
 
 
 def test_topic_names_agree_with_the_recorded_trace():
-    recorder = pytest.importorskip("biped_contact_sim.adapters.recorder")
+    recorder = pytest.importorskip("biped_contact_sim.record.recorder")
     assert recorder.JOINT_STATES[0] == nc.JOINT_STATES
     assert recorder.ODOM[0] == nc.ODOM
     assert recorder.CONTACT_WRENCH[0] == nc.CONTACT_WRENCH
@@ -820,7 +820,7 @@ def test_check_controller_refuses_unknown_names(biped, monkeypatch):
 
 
 @pytest.mark.parametrize("path", [
-    "biped_contact_sim/adapters/sim_node.py", "biped_contact_sim/adapters/controller_node.py",
+    "biped_contact_sim/ros/sim_node.py", "biped_contact_sim/ros/controller_node.py",
     "launch/sim.launch.py", "launch/hardware.launch.py",
     *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "test/ros").glob("*.py")))])
 def test_ros_files_byte_compile(path, tmp_path):
@@ -857,8 +857,8 @@ def test_rviz_config_shows_the_contact_topics():
 def test_setup_installs_the_ros_files_and_entry_points():
     text = (ROOT / "setup.py").read_text()
     assert 'glob("launch/*.launch.py")' in text and 'glob("config/*.rviz")' in text
-    assert "simulator_node = biped_contact_sim.adapters.sim_node:main" in text
-    assert "controller_node = biped_contact_sim.adapters.controller_node:main" in text
+    assert "simulator_node = biped_contact_sim.ros.sim_node:main" in text
+    assert "controller_node = biped_contact_sim.ros.controller_node:main" in text
     assert 'install_requires=["setuptools"]' in text
     xml = (ROOT / "package.xml").read_text()
     for key in ("rclpy", "sensor_msgs", "geometry_msgs", "nav_msgs", "visualization_msgs",

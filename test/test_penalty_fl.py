@@ -11,7 +11,7 @@
 import numpy as np
 import pytest
 
-from biped_contact_sim.adapters.runner import build
+from biped_contact_sim.cli.runner import build
 from biped_contact_sim.contact import ContactState, make_contact_model
 
 

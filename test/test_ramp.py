@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from biped_contact_sim.adapters.runner import run
+from biped_contact_sim.cli.runner import run
 
 SLOPE = 20.0
 

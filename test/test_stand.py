@@ -4,7 +4,7 @@ default) and under the runner's joint PD hold."""
 import numpy as np
 import pytest
 
-from biped_contact_sim.adapters.runner import run
+from biped_contact_sim.cli.runner import run
 from biped_contact_sim.sim.observables import convex_hull, point_in_polygon
 
 KNOWN_NOT_AT_REST = pytest.mark.xfail(

@@ -1,6 +1,6 @@
 """Closed-loop walks with computed-torque and whole-body control (issue acceptance numbers).
 
-``walk``: the 3-D biped's five-step gait (METHODS §4.3) tracked by ``ctc`` (§4.1) on
+``walk``: the 3-D biped's five-step gait (docs/methods.md §4.3) tracked by ``ctc`` (§4.1) on
 ``penalty_fl`` (§2.2) and ``gauss_seidel`` (§2.3), and by ``wbc`` (§4.2) on ``penalty_fl``.
 Acceptance: five steps completed, no fall, forward progress ≥ 90 % of the
 planned 0.48 m, force ZMP inside the support polygon in ≥ 99 % of the samples, no stance-foot
@@ -19,7 +19,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from biped_contact_sim.adapters.runner import run
+from biped_contact_sim.cli.runner import run
 from biped_contact_sim.control import Measurement, Reference, make_behavior, make_controller
 from biped_contact_sim.control.base import Behavior
 from biped_contact_sim.control.ctc import MIN_SHARE

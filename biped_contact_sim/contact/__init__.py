@@ -1,4 +1,4 @@
-"""Contact models (DESIGN.md layer 3) behind one protocol and a registry keyed by name."""
+"""Contact models (docs/architecture.md layer 3): one protocol, a registry keyed by name."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
 """``acceleration_lcp``: acceleration–force complementarity with Newton impacts.
 
-METHODS §2.5; Bravo & Rengifo §2.1–2.2 (eqs. 14–22); Chardonnet eq. 7 (Ruspini–Khatib); Baraff.
+docs/methods.md §2.5; Bravo & Rengifo §2.1–2.2 (eqs. 14–22); Chardonnet eq. 7
+(Ruspini–Khatib); Baraff.
 One step at (q, v), in contact frames ``[t₁, t₂, n]``, over the candidates ``φ_i ≤ margin``:
 
 1. Impacts (Bravo & Rengifo eq. 20–22, Chardonnet eqs. 2–6): when a candidate approaching
    faster than ``impact_velocity_threshold`` reaches the ground within the step
    (``φ + dt v_n ≤ 0``), every approaching candidate gets the normal impulse of the impact LCP
-   of METHODS §2.3 step 2 (``gauss_seidel.newton_impact``, Lemke; impact time = start of the
+   of docs/methods.md §2.3 step 2 (``gauss_seidel.newton_impact``, Lemke; impact time = start of the
    step) with restitution e (0 in the paper). Zeno (shock
    accumulation, Bravo & Rengifo §2.2): an impact whose rebound speed ``e|v_n⁻|`` is below
    ``zeno_velocity``, or a point with ``zeno_max_impacts`` impacts within ``zeno_window``, is
@@ -29,8 +30,8 @@ One step at (q, v), in contact frames ``[t₁, t₂, n]``, over the candidates `
        f_t = −μ f_n ṗ_t/‖ṗ_t‖                                     (sliding)
 
    with ``f_t = D β`` for sticking points (d facets ``d_j = (cos 2πj/d, sin 2πj/d)``, the
-   polyhedral cone of METHODS §2.4, inscribed in the exact cone) and the sliding law folded into
-   the normal column (exact cone, a non-symmetric LCP). Solved with the Fischer–Burmeister
+   polyhedral cone of docs/methods.md §2.4, inscribed in the exact cone) and the sliding law folded
+   into the normal column (exact cone, a non-symmetric LCP). Solved with the Fischer–Burmeister
    semismooth Newton method (Bravo & Rengifo eq. 17–18, ``solvers.fischer_burmeister_lcp``);
    if it fails, with Lemke (counted in ``lemke_fallbacks``). Fischer–Burmeister is warm started
    from the last committed solution when the active set and stick/slide flags are unchanged.
@@ -100,7 +101,7 @@ def _positive_int(name: str, value: int) -> int:
 
 @dataclass(frozen=True)
 class AccelerationLCPSettings:
-    """Settings of ``acceleration_lcp`` (Bravo & Rengifo §2; METHODS §2.5).
+    """Settings of ``acceleration_lcp`` (Bravo & Rengifo §2; docs/methods.md §2.5).
 
     Attributes:
         restitution: e of Newton's law, in [0, 1] (the paper: 0).
@@ -164,7 +165,7 @@ class AccelerationLCPSettings:
 
 
 class AccelerationLCPContact(ContactModel):
-    """Acceleration-level LCP between events, Newton impulses at impacts (METHODS §2.5).
+    """Acceleration-level LCP between events, Newton impulses at impacts (docs/methods.md §2.5).
 
     Statistics per step: ``candidates``, ``active``, ``sliding``, ``system_size`` (size of the
     acceleration LCP, a + (d + 1)·sticking), ``impacts``, ``zeno_events``,

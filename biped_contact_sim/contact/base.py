@@ -1,4 +1,4 @@
-"""The contact-model protocol: what every model receives and returns (METHODS §2).
+"""The contact-model protocol: what every model receives and returns (docs/methods.md §2).
 
 A model sees the contact points in their *contact frames* ``[t₁, t₂, n]`` (the terrain's
 tangents and normal at each point), so it knows nothing about terrain shapes or robots:
@@ -58,7 +58,7 @@ class ContactState:
     def delassus(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``G = J_c M⁻¹ J_cᵀ`` and ``b = J_c M⁻¹(Sᵀτ − h) + γ_c`` over points ``idx``.
 
-        Rows are ordered (t₁, t₂, n) per point, so ``p̈_c = G f + b`` (METHODS §1).
+        Rows are ordered (t₁, t₂, n) per point, so ``p̈_c = G f + b`` (docs/methods.md §1).
         """
         if len(idx) == self.n_points:  # all points: no copies
             Jc, gamma = self.Jc, self.gamma_c

@@ -1,11 +1,11 @@
 """``gauss_seidel``: constraint-based contact with exact Coulomb cones and LCP impacts.
 
-METHODS §2.3; Chardonnet et al. §II-B–C, Algorithm 1 and Fig. 2 (after Ruspini & Khatib). One
-step at the state (q, v), in contact frames ``[t₁, t₂, n]``:
+docs/methods.md §2.3; Chardonnet et al. §II-B–C, Algorithm 1 and Fig. 2 (after Ruspini & Khatib).
+One step at the state (q, v), in contact frames ``[t₁, t₂, n]``:
 
 1. Candidates: points with ``φ_i ≤ margin``. Only candidates enter the systems below; ``G`` and
-   ``b`` are the Delassus matrix and free acceleration over them (``state.delassus``, METHODS §1,
-   Chardonnet eqs. 3, 7, 17). System size ``3m`` for m candidates.
+   ``b`` are the Delassus matrix and free acceleration over them (``state.delassus``,
+   docs/methods.md §1, Chardonnet eqs. 3, 7, 17). System size ``3m`` for m candidates.
 2. Impacts (eqs. 2–6): a step has an impact when a candidate approaches faster than
    ``impact_velocity_threshold`` and reaches the ground within the step,
    ``v_n < −v_thr`` and ``φ + dt·v_n ≤ 0``; the impact time is then taken as the start of the
@@ -43,8 +43,9 @@ step at the state (q, v), in contact frames ``[t₁, t₂, n]``:
    ``β|φ|/dt``: a rebounding point, already faster, is unaffected, so it never adds energy to a
    rebound. Because impacts are resolved before the crossing (step 2, with the margin),
    penetration only comes from linearisation drift and the pull-out velocity stays small.
-4. The simulator applies ``f = (p_I + P)/dt`` for one step (METHODS §2: velocity-level models
-   report the impulse over the step divided by dt), i.e. eq. 14–15 with semi-implicit Euler.
+4. The simulator applies ``f = (p_I + P)/dt`` for one step (docs/methods.md §2:
+   velocity-level models report the impulse over the step divided by dt), i.e. eq. 14–15 with
+   semi-implicit Euler.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def newton_impact(G: np.ndarray, vc: np.ndarray, phi: np.ndarray, dt: float,
 
 @dataclass(frozen=True)
 class GaussSeidelSettings:
-    """Settings of ``gauss_seidel`` (Chardonnet et al. §II; METHODS §2.3).
+    """Settings of ``gauss_seidel`` (Chardonnet et al. §II; docs/methods.md §2.3).
 
     Attributes:
         restitution: e of Newton's law (eq. 4), in [0, 1].
@@ -172,7 +173,7 @@ class GaussSeidelSettings:
 
 
 class GaussSeidelContact(ContactModel):
-    """Velocity-level exact-cone contact with LCP impacts, Chardonnet Algorithm 1 (METHODS §2.3).
+    """Velocity-level exact-cone contact with LCP impacts: Chardonnet Alg. 1, docs/methods.md §2.3.
 
     Statistics per step: ``candidates``, ``system_size`` (3m of the Gauss–Seidel system),
     ``impacts`` (impacting points), ``impact_failures``

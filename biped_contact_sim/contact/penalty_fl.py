@@ -1,11 +1,11 @@
 """``penalty_fl``: penalty contact by input–output feedback linearization (Rengifo et al.).
 
-METHODS §2.2. Active set ``A = {i : φ_i ≤ δ}`` with δ = ``contact_tolerance`` (our addition, 1 nm:
-a sole placed exactly on the ground has φ ≈ +1e-17 from the round-off of the forward kinematics;
-with δ = 0 such a robot starts in free fall for one step, which is enough to throw a
-computed-torque controller that assumed the support; the paper's set is δ = 0). Desired contact
-accelerations (eq. 17, with the ε variant of §V read as an allowed depth: the point settles at
-φ = −ε):
+docs/methods.md §2.2. Active set ``A = {i : φ_i ≤ δ}`` with δ = ``contact_tolerance`` (our
+addition, 1 nm: a sole placed exactly on the ground has φ ≈ +1e-17 from the round-off of the
+forward kinematics; with δ = 0 such a robot starts in free fall for one step, which is enough to
+throw a computed-torque controller that assumed the support; the paper's set is δ = 0). Desired
+contact accelerations (eq. 17, with the ε variant of §V read as an allowed depth: the point
+settles at φ = −ε):
 
     p̈ᵈ_i = [ −k_v ṗ_t1,i,  −k_v ṗ_t2,i,  −k_p (φ_i + ε) − k_v min(0, φ̇_i) ]
 
@@ -95,7 +95,7 @@ class PenaltyFLSettings:
 
 
 class PenaltyFLContact(ContactModel):
-    """Penalty by feedback linearization, Rengifo et al. eqs. 16–20 (METHODS §2.2)."""
+    """Penalty by feedback linearization, Rengifo et al. eqs. 16–20 (docs/methods.md §2.2)."""
 
     name = "penalty_fl"
     Settings = PenaltyFLSettings

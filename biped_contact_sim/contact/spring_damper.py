@@ -1,4 +1,4 @@
-"""``spring_damper``: the classical penalty baseline (Rengifo et al. eq. 2; METHODS §2.1).
+"""``spring_damper``: the classical penalty baseline (Rengifo et al. eq. 2; docs/methods.md §2.1).
 
 Normal force for ``φ < 0`` (zero otherwise), penetration ``δ = −φ``:
 
@@ -67,7 +67,7 @@ class SpringDamperSettings:
 
 
 class SpringDamperContact(ContactModel):
-    """Classical penalty contact with a stiction spring (Rengifo et al. eq. 2, METHODS §2.1)."""
+    """Classical penalty contact, stiction spring (Rengifo et al. eq. 2; docs/methods.md §2.1)."""
 
     name = "spring_damper"
     Settings = SpringDamperSettings

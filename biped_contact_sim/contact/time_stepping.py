@@ -1,6 +1,6 @@
 """``time_stepping``: velocity–impulse LCP with a polyhedral friction cone, solved by Lemke.
 
-METHODS §2.4; Bravo & Rengifo §3 (eqs. 24–26: the Signorini condition replaced by a
+docs/methods.md §2.4; Bravo & Rengifo §3 (eqs. 24–26: the Signorini condition replaced by a
 complementarity between the impulse and the velocity at the end of the step); Anitescu–Potra and
 Stewart–Trinkle (Chardonnet refs. [3], [4]). Per candidate point i (``φ_i ≤ margin``), in its
 contact frame, unknowns: the normal impulse ``p_n``, d tangential impulses ``β`` along
@@ -81,7 +81,7 @@ def polyhedral_maps(m: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class TimeSteppingSettings:
-    """Settings of ``time_stepping`` (Bravo & Rengifo §3; METHODS §2.4).
+    """Settings of ``time_stepping`` (Bravo & Rengifo §3; docs/methods.md §2.4).
 
     Attributes:
         directions: d, facets of the polyhedral cone (4 or 8).
@@ -120,7 +120,7 @@ class TimeSteppingSettings:
 
 
 class TimeSteppingContact(ContactModel):
-    """Anitescu–Potra / Stewart–Trinkle time stepping with Lemke (METHODS §2.4).
+    """Anitescu–Potra / Stewart–Trinkle time stepping with Lemke (docs/methods.md §2.4).
 
     Statistics per step: ``candidates``, ``system_size`` (LCP size m(2 + d)), ``solver_iterations``
     (pivots), ``ray_terminations`` (0/1: ray or pivot cap), ``fallbacks`` (0/1: the frictionless

@@ -1,4 +1,4 @@
-"""Controllers and reference generators (DESIGN.md layer 5), keyed by name.
+"""Controllers and reference generators (docs/architecture.md layer 5), keyed by name.
 
 The registries name ``module:Class``; classes are imported when first asked for, so a
 controller module's cost (and its optional dependencies) is paid only by its users.

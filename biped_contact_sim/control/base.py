@@ -1,4 +1,4 @@
-"""The controller protocol (DESIGN.md layer 5): what a controller measures, what it commands.
+"""The controller protocol (docs/architecture.md layer 5): what it measures, what it commands.
 
 A controller depends on the robot model only, never on the simulator, so the same object runs
 in ``biped-sim``, in the controller node against the simulator node, and against a hardware

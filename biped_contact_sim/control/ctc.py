@@ -1,4 +1,4 @@
-"""``ctc``: computed-torque control under stance constraints (Bravo & Rengifo §4.1, METHODS §4.1).
+"""``ctc``: computed torque under stance constraints (Bravo & Rengifo §4.1; docs/methods.md §4.1).
 
 The paper writes it for the planar biped in single support (eqs. 27–39); here it is written
 for any base (free flyer, planar x–z–pitch) and any number of flat stance feet:
@@ -41,7 +41,7 @@ for any base (free flyer, planar x–z–pitch) and any number of flat stance fe
    plain Euclidean minimum norm (ρ = 0 selects it) mixes N and N·m and instead rolls both
    feet onto their edges when the CoM moves sideways (seen: both soles lost contact at the
    first weight shift of ``walk``). A subclass may override ``internal_forces`` to impose
-   another internal-force law (METHODS §4.2).
+   another internal-force law (docs/methods.md §4.2).
 
    Load shares (our addition, ``load_share``): with two stance feet and a reference that has
    a CoM trajectory or planned shares (``Reference.load_share``, used as given), the

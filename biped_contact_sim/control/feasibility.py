@@ -1,7 +1,7 @@
 """Contact feasibility indices and the CoM static stability cloud (Sentis et al. §III-D, §IV-B).
 
 Contact wrenches in surface frames (eq. 44), F_surf,k = [f; m] of contact k about its CoP
-anchor P_k (ground reaction on the robot, METHODS §1). Indices (eqs. 48–49):
+anchor P_k (ground reaction on the robot, docs/methods.md §1). Indices (eqs. 48–49):
 
     α_k = (atan(f_z/f_x), atan(f_z/f_y))   angles between the surface plane and the force,
                                            reported in [0, π/2] (|f_x|, |f_y|) for f_z > 0

@@ -15,8 +15,8 @@ on the CoM and the internal forces through the grasp/contact matrix (eqs. 12–1
                  tangential CoP moments  t1ᵀ m_i, t2ᵀ m_i  (zero ⇔ the CoP is at P_i)  (8), (85)
                  normal moments  nᵀ m_i                                    (11), (92)
 
-Sign convention. METHODS §1: f is the ground reaction *on the robot* (the simulator's and the
-F/T sensors' sign). The paper's F_r in eqs. 20 and 64 is the force of the robot on the ground,
+Sign convention. docs/methods.md §1: f is the ground reaction *on the robot* (the simulator's and
+the F/T sensors' sign). The paper's F_r in eqs. 20 and 64 is the force of the robot on the ground,
 i.e. −f; G is linear so only signs differ: here F_com = [m(c̈ − g); L̇_G] (Newton–Euler of the
 centroidal dynamics) and a positive tension means the ground pushes foot i towards foot j
 (the legs push outwards).

@@ -1,4 +1,4 @@
-"""``walk``: five-step walking references for the 3-D biped (METHODS §4.3; Rengifo et al. §V).
+"""``walk``: five-step references for the 3-D biped (docs/methods.md §4.3; Rengifo et al. §V).
 
 Pipeline, all computed at construction on a planning grid of period ``dt``:
 

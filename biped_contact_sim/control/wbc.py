@@ -1,8 +1,8 @@
 """Whole-body prioritized torque control with internal-force control (Sentis, Park, Khatib 2010).
 
-METHODS §4.2. Notation of the paper (A = M, U = S, Γ = τ), with the reaction forces f taken on
-the robot (METHODS §1; the paper's F_r is −f, see ``control.grasp``). Every control step, from
-the measurement (q, v, wrenches) alone:
+docs/methods.md §4.2. Notation of the paper (A = M, U = S, Γ = τ), with the reaction forces f taken
+on the robot (docs/methods.md §1; the paper's F_r is −f, see ``control.grasp``). Every control
+step, from the measurement (q, v, wrenches) alone:
 
 1. Support Jacobian at the commanded CoPs P_k of the stance feet (eq. 18), 6 rows per foot
    ``[ṗ_Pk; ω_k] = J_s v`` (LOCAL_WORLD_ALIGNED), drift γ_s = J̇_s v; rigid contacts (eq. 19).

@@ -1,4 +1,4 @@
-"""Robot model layer (DESIGN.md layer 1): URDF → pinocchio, actuation, contact points, terms."""
+"""Robot model layer (docs/architecture.md layer 1): URDF → pinocchio, actuation, contacts."""
 
 from biped_contact_sim.robot.config import RobotConfig, load_robot_config, package_share
 from biped_contact_sim.robot.model import ContactBody, RobotModel, RobotTerms

@@ -1,6 +1,6 @@
 """Robot model layer: URDF → pinocchio model, actuation map, contact frames, per-step terms.
 
-METHODS.md §1. The pinocchio ``Model`` is built once and never mutated afterwards; every user
+docs/methods.md §1. The pinocchio ``Model`` is built once and never mutated afterwards; every user
 (simulator, controller) owns its own ``Data`` (``RobotModel.create_data``). Per-step terms:
 
     M(q)        joint-space inertia                    pin.crba (upper triangle; ``M`` symmetrises)
@@ -58,7 +58,7 @@ class ContactBody:
 
 @dataclass
 class RobotTerms:
-    """Per-step terms at (q, v), all in the world frame (METHODS §1)."""
+    """Per-step terms at (q, v), all in the world frame (docs/methods.md §1)."""
 
     M_upper: np.ndarray  # (nv, nv) upper triangle of M, as crba fills it (see ``M``)
     Minv: np.ndarray  # (nv, nv)
@@ -216,7 +216,7 @@ class RobotModel:
         return np.array([data.oMf[f].translation for f in self.point_frame_ids])
 
     def terms(self, data: pin.Data, q: np.ndarray, v: np.ndarray) -> RobotTerms:
-        """Compute M, M⁻¹, h, p_i, J_i, γ_i at (q, v) (METHODS §1).
+        """Compute M, M⁻¹, h, p_i, J_i, γ_i at (q, v) (docs/methods.md §1).
 
         The points of contact body k are rigidly attached to its sole frame (o_k, R_k, twist
         (v_k, ω_k), classical acceleration (a_k, α_k) at q̈ = 0, all LOCAL_WORLD_ALIGNED), so

@@ -1,1 +1,2 @@
-"""Simulator layer (DESIGN.md layer 4): fixed-step loop, terrain, scenarios, observables."""
+"""Simulator layer (docs/architecture.md layer 4): fixed-step loop, terrain, scenarios,
+observables."""

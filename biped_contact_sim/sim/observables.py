@@ -1,4 +1,4 @@
-"""Observables of a step (METHODS §3): foot wrenches, CoPs, ZMPs, support polygon, energy.
+"""Observables of a step (docs/methods.md §3): foot wrenches, CoPs, ZMPs, support polygon, energy.
 
 Per contact body k with points i ∈ k and sole frame ``(o_k, R_k)``:
 

@@ -1,8 +1,8 @@
-"""Fixed-step simulator: one data flow per step (STYLE.md).
+"""Fixed-step simulator: one data flow per step.
 
     state, τ → robot terms → contact model → integrator → StepResult
 
-Dynamics (METHODS §1): ``M v̇ = Sᵀτ − h + J_cᵀ f``. Integrators:
+Dynamics (docs/methods.md §1): ``M v̇ = Sᵀτ − h + J_cᵀ f``. Integrators:
 
 * ``semi_implicit_euler`` (default, symplectic): ``v⁺ = v + dt v̇``, ``q⁺ = integrate(q, dt v⁺)``;
 * ``rk4`` (force-based models only): classical RK4 with every stage's configuration obtained by

@@ -1,4 +1,4 @@
-"""Solvers (DESIGN.md layer 2): robot-agnostic numerics on numpy/scipy."""
+"""Solvers (docs/architecture.md layer 2): robot-agnostic numerics on numpy/scipy."""
 
 from biped_contact_sim.solvers.fischer_burmeister import fb, fischer_burmeister_lcp
 from biped_contact_sim.solvers.gauss_seidel import (

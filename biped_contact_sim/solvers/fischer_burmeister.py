@@ -1,6 +1,6 @@
 """Semismooth Newton method for the LCP via the Fischer–Burmeister function.
 
-Bravo & Rengifo §2.1 eqs. 17–18 (METHODS §2.5) write each complementarity pair
+Bravo & Rengifo §2.1 eqs. 17–18 (docs/methods.md §2.5) write each complementarity pair
 ``0 ≤ a ⊥ b ≥ 0`` as ``Φ(a, b) = a + b − √(a² + b²) = 0``; for the LCP
 ``w = A z + b, 0 ≤ z ⊥ w ≥ 0`` this is the square nonsmooth system ``Φ(z) = 0`` with
 ``Φ_i(z) = Φ(z_i, (A z + b)_i)``. It is solved by the globalised semismooth Newton method of

@@ -1,6 +1,6 @@
 """Block Gauss–Seidel for 3-D Coulomb friction with exact cones (Chardonnet et al. §II-C).
 
-The velocity-level contact problem of Chardonnet et al. eqs. 9–10 (METHODS §2.3 step 3) is
+The velocity-level contact problem of Chardonnet et al. eqs. 9–10 (docs/methods.md §2.3 step 3) is
 
     v = G f + c,     G = T_e Λ_c⁻¹ (3m × 3m, symmetric PSD),   c = B_c T_e + v_c,
 

@@ -5,7 +5,7 @@ Solves LCP(b, A): find z with
     w = A z + b,   z ≥ 0,   w ≥ 0,   zᵀ w = 0,
 
 the problem of the impact step (Chardonnet et al. eq. 5, "solved using Lemke's algorithm") and
-of the velocity–impulse time-stepping model (Bravo & Rengifo §3, eqs. 24–26; METHODS §2.4).
+of the velocity–impulse time-stepping model (Bravo & Rengifo §3, eqs. 24–26; docs/methods.md §2.4).
 
 Lemke's scheme (Cottle, Pang & Stone, *The Linear Complementarity Problem*, §4.4) adds an
 artificial variable z0 along a covering vector d > 0,

@@ -24,8 +24,8 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 
 import launch
-from biped_contact_sim.adapters import node_core
-from biped_contact_sim.adapters.messages import fill_message
+from biped_contact_sim.record.messages import fill_message
+from biped_contact_sim.ros import node_core
 
 sys.path.insert(0, os.path.dirname(__file__))
 from ros_helpers import share_file, spin_until, stamp_ns

@@ -1,7 +1,7 @@
 """Simulator node under launch_testing, once per contact model.
 
-It starts, publishes the DESIGN.md topics at their rates, rejects malformed torque commands
-with a log line and keeps running, switches contact model at run time (refusing unknown
+It starts, publishes the docs/architecture.md topics at their rates, rejects malformed torque
+commands with a log line and keeps running, switches contact model at run time (refusing unknown
 names), and serves ~/pause and ~/reset. Runs under ``colcon test`` (test/conftest.py skips
 test/ros where rclpy or launch_testing is missing).
 """

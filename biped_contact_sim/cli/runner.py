@@ -123,7 +123,7 @@ class Sample:
 
 @dataclass
 class RunResult:
-    """Outcome of ``run``: samples, timings, counters and the summary of DESIGN.md."""
+    """Outcome of ``run``: samples, timings, counters and the summary of docs/architecture.md."""
 
     scenario: Scenario
     params: dict[str, Any]
@@ -151,7 +151,7 @@ class RunResult:
     metrics: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        """The ``summary.json`` content (DESIGN.md "Command line")."""
+        """The ``summary.json`` content (docs/architecture.md "Command line")."""
         in_support = [s.obs.zmp_in_support for s in self.samples
                       if s.obs.zmp_in_support is not None]
         solver = {k: {"min": float(np.min(v)), "max": float(np.max(v)),
@@ -390,7 +390,8 @@ def _accumulate(result: RunResult, step: StepResult, mu: float) -> None:
 
 
 def biped_metrics(result: RunResult) -> dict[str, Any]:
-    """Whole-run figures of a biped run, from the recorded samples (DESIGN "summary.json").
+    """Whole-run figures of a biped run, from the recorded samples (docs/architecture.md
+    "summary.json").
 
     * ``min_point_normal_force_N``: the smallest normal force of any contact point in any
       sample (0: some vertex unloaded or lifted);

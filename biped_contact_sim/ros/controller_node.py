@@ -2,8 +2,8 @@
 
 Reads only ``joint_states``, ``odom`` and ``contact_wrench/<foot>`` (so a hardware driver can
 replace the simulator) and publishes ``joint_torque_cmd`` plus its diagnostics. Wiring only:
-:class:`biped_contact_sim.adapters.node_core.MeasurementAssembler` turns the messages into
-pinocchio ``q``, ``v`` and sole wrenches, :class:`~biped_contact_sim.adapters.node_core.
+:class:`biped_contact_sim.ros.node_core.MeasurementAssembler` turns the messages into
+pinocchio ``q``, ``v`` and sole wrenches, :class:`~biped_contact_sim.ros.node_core.
 ControllerSession` runs the controller and builds the message fields.
 """
 
@@ -18,9 +18,9 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
-from biped_contact_sim.adapters import node_core as core
-from biped_contact_sim.adapters.messages import fill_message
-from biped_contact_sim.adapters.sim_node import (
+from biped_contact_sim.record.messages import fill_message
+from biped_contact_sim.ros import node_core as core
+from biped_contact_sim.ros.sim_node import (
     declare,
     declare_robot_parameters,
     plain,

@@ -1,9 +1,9 @@
 """Simulator node: ``ros2 run biped_contact_sim simulator_node``.
 
 Wiring only: parameters, publishers, subscription, timers and services are connected to
-:class:`biped_contact_sim.adapters.node_core.SimSession`, which holds every decision
+:class:`biped_contact_sim.ros.node_core.SimSession`, which holds every decision
 (validation, watchdog, lockstep, pacing, contact-model switch) and builds the message fields
-with :mod:`biped_contact_sim.adapters.messages`. Topics, parameters and diagnostics: README
+with :mod:`biped_contact_sim.record.messages`. Topics, parameters and diagnostics: README
 "Using it with ROS 2".
 """
 
@@ -32,10 +32,10 @@ from std_srvs.srv import SetBool, Trigger
 from tf2_ros import TransformBroadcaster
 from visualization_msgs.msg import Marker, MarkerArray
 
-from biped_contact_sim.adapters import node_core as core
-from biped_contact_sim.adapters.messages import fill_message
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.record.messages import fill_message
 from biped_contact_sim.robot.config import load_robot_config
+from biped_contact_sim.ros import node_core as core
 
 NODE_NAME = "simulator"
 DESCRIPTOR_FACTORIES = {"floating_point_range": FloatingPointRange,
@@ -78,7 +78,8 @@ def declare_robot_parameters(node: Node) -> dict:
 
 
 class SimulatorNode(Node):
-    """Steps the simulator and publishes the topics of DESIGN.md (see the module docstring)."""
+    """Steps the simulator and publishes the topics of docs/architecture.md (see the module
+    docstring)."""
 
     def __init__(self):
         super().__init__(NODE_NAME)

@@ -2,8 +2,9 @@
 
 The recorder converts and schedules; the physics (forces, CoPs, ZMPs) comes from the
 simulator's ``StepResult`` and the observer's ``Observation`` of each recorded sample. ROS 2
-message fields come only from :mod:`.messages`, and the MCAP carries the topics of DESIGN.md
-with their relative names, so a namespace (or ``ros2 bag play --remap``) moves them all.
+message fields come only from :mod:`.messages`, and the MCAP carries the topics of
+docs/architecture.md with their relative names, so a namespace (or ``ros2 bag play --remap``) moves
+them all.
 """
 
 from __future__ import annotations
@@ -12,15 +13,17 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
 
-from biped_contact_sim.adapters import messages
-from biped_contact_sim.adapters.mcap_writer import McapTraceWriter
-from biped_contact_sim.adapters.runner import RunResult, Sample
+from biped_contact_sim.record import messages
+from biped_contact_sim.record.mcap_writer import McapTraceWriter
 from biped_contact_sim.robot import RobotModel
+
+if TYPE_CHECKING:  # the runner (cli layer) produces what is recorded; only its types are used
+    from biped_contact_sim.cli.runner import RunResult, Sample
 
 WORLD_FRAME = "world"
 SUMMARY_FILE = "summary.json"
@@ -44,7 +47,7 @@ WEIGHT_ARROW_LENGTH = 0.5
 # (at 1 kHz they would dominate the file size and the recording time).
 MARKER_RATE = 50.0
 
-# Topics (DESIGN.md "Topics") and their message types.
+# Topics (docs/architecture.md "Topics") and their message types.
 JOINT_STATES = ("joint_states", "sensor_msgs/JointState")
 ODOM = ("odom", "nav_msgs/Odometry")
 TF = ("/tf", "tf2_msgs/TFMessage")

@@ -46,8 +46,6 @@ import numpy as np
 import pinocchio as pin
 import yaml
 
-from biped_contact_sim.adapters import messages
-from biped_contact_sim.adapters.recorder import base_motion
 from biped_contact_sim.contact import CONTACT_MODELS, ContactModel, make_contact_model
 from biped_contact_sim.control import (
     BEHAVIORS,
@@ -59,6 +57,8 @@ from biped_contact_sim.control import (
     make_controller,
 )
 from biped_contact_sim.errors import BipedSimError, ConfigError, DivergenceError
+from biped_contact_sim.record import messages
+from biped_contact_sim.record.recorder import base_motion
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import RobotConfig, load_robot_config
 from biped_contact_sim.sim.observables import Observer, foot_wrenches
@@ -66,8 +66,8 @@ from biped_contact_sim.sim.scenarios import SCENARIOS, get_scenario
 from biped_contact_sim.sim.simulator import INTEGRATORS, SimSettings, Simulator, StepResult
 
 # --------------------------------------------------------------------------------------------
-# Topics (DESIGN.md "Topics"): relative names, so a namespace moves them all. The same names as
-# the MCAP trace of ``biped-sim run`` (adapters/recorder.py; a test checks they agree).
+# Topics (docs/architecture.md "Topics"): relative names, so a namespace moves them all. The same
+# names as the MCAP trace of ``biped-sim run`` (record/recorder.py; a test checks they agree).
 JOINT_TORQUE_CMD = "joint_torque_cmd"
 JOINT_STATES = "joint_states"
 ODOM = "odom"

@@ -4,7 +4,7 @@ Every function returns plain nested dicts (and lists) whose keys are exactly the
 the ROS 2 message, so that
 
 * the MCAP recorder can hand them to ``mcap_ros2`` (which encodes dicts against the schema of
-  :mod:`biped_contact_sim.adapters.msgdefs`), and
+  :mod:`biped_contact_sim.record.msgdefs`), and
 * a ROS 2 node can copy them into real message objects with :func:`fill_message`.
 
 Nothing here imports rclpy or a message package. Times are float seconds, vectors are

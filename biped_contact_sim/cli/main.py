@@ -1,4 +1,5 @@
-"""``biped-sim``: run, compare and benchmark the scenarios without ROS 2 (DESIGN.md "Command line").
+"""``biped-sim``: run, compare and benchmark the scenarios without ROS 2 (docs/architecture.md
+"Command line").
 
     biped-sim run SCENARIO [--contact-model NAME] [--controller NAME] [--duration S] [--dt S]
                            [--integrator NAME] [--out DIR] [--set key=value ...] [--no-plots]
@@ -29,8 +30,8 @@ import numpy as np
 import yaml
 
 from biped_contact_sim import control as control_layer
-from biped_contact_sim.adapters import plots, recorder
-from biped_contact_sim.adapters.runner import (
+from biped_contact_sim.cli import plots
+from biped_contact_sim.cli.runner import (
     CONTROLLERS,
     DEFAULT_CONTACT_MODEL,
     RunResult,
@@ -40,6 +41,7 @@ from biped_contact_sim.adapters.runner import (
 )
 from biped_contact_sim.contact import CONTACT_MODELS, contact_settings_help
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.record import recorder
 from biped_contact_sim.sim.scenarios import SCENARIOS, get_scenario
 from biped_contact_sim.sim.simulator import INTEGRATORS
 

@@ -26,9 +26,9 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from biped_contact_sim.adapters.recorder import base_motion
-from biped_contact_sim.adapters.runner import RunResult, fidelity_residuals, run
+from biped_contact_sim.cli.runner import RunResult, fidelity_residuals, run
 from biped_contact_sim.control.feasibility import plot_stability_cloud, robot_stability_cloud
+from biped_contact_sim.record.recorder import base_motion
 
 PLOTS_DIR = "plots"
 DPI = 120

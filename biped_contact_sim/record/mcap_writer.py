@@ -13,7 +13,7 @@ from typing import IO, Any
 from mcap.records import Schema
 from mcap_ros2.writer import Writer
 
-from biped_contact_sim.adapters import messages, msgdefs
+from biped_contact_sim.record import messages, msgdefs
 
 ROBOT_DESCRIPTION_TOPIC = "/robot_description"
 

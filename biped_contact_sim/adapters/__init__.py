@@ -1,1 +1,0 @@
-"""Adapters: command line, MCAP recorder, ROS 2 message conversion and nodes."""

@@ -1,0 +1,1 @@
+"""Command line: `biped-sim` (run, compare, bench, list), the in-process runner and the plots."""
