@@ -10,7 +10,7 @@ export MPLBACKEND ?= Agg
 
 .PHONY: venv demo test bench lint clean
 
-$(STAMP): requirements.txt requirements-dev.txt setup.py
+$(STAMP): requirements.txt requirements-dev.txt requirements-bench.txt setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
@@ -31,7 +31,7 @@ test: lint
 	$(PY) -m pytest -q test
 
 bench: venv
-	$(VENV)/bin/biped-sim bench --out runs/bench
+	$(VENV)/bin/biped-sim bench --peer mujoco --out runs/bench
 
 clean:
 	rm -rf $(VENV) runs

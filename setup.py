@@ -20,6 +20,8 @@ setup(
     # Only setuptools here: on ROS 2, pinocchio/numpy/scipy come from apt (package.xml), and a
     # pip requirement such as 'pin' would make the generated entry points refuse to start.
     install_requires=["setuptools"],
+    # `biped-sim bench --peer mujoco` times MuJoCo on the same URDF (requirements-bench.txt).
+    extras_require={"peer": ["mujoco>=3.3"]},
     zip_safe=True,
     maintainer="biped_contact_sim developers",
     maintainer_email="biped-contact-sim@example.com",

@@ -4,7 +4,8 @@
     biped-sim run SCENARIO [--contact-model NAME] [--controller NAME] [--duration S] [--dt S]
                            [--integrator NAME] [--out DIR] [--set key=value ...] [--no-plots]
     biped-sim compare [SCENARIO ...] --out DIR [--duration S] [--set key=value ...]
-    biped-sim bench [--out DIR] [--steps N] [--scenario NAME] [--scaling]
+    biped-sim bench [--out DIR] [--steps N] [--loop-steps N] [--scenario NAME]
+                    [--peer mujoco|none] [--smoke] [--scaling]
     biped-sim list
 
 Exit codes: 0 success; 1 a run diverged (its outputs are still written, ``summary.json`` says
@@ -22,20 +23,24 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import csv
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from biped_contact_sim import control as control_layer
 from biped_contact_sim.cli import plots
+from biped_contact_sim.cli.bench import (
+    BENCH_SCENARIO,
+    BENCH_STEPS,
+    PEERS,
+    SCALING_MODELS,
+    SCALING_STEPS,
+)
 from biped_contact_sim.cli.runner import (
     CONTROLLERS,
     DEFAULT_CONTACT_MODEL,
     RunResult,
-    build,
     run,
     split_sets,
 )
@@ -49,9 +54,6 @@ EXIT_OK = 0
 EXIT_DIVERGED = 1
 EXIT_CONFIG = 2
 
-BENCH_SCENARIO = "stand"
-BENCH_STEPS = 2000
-BENCH_WARMUP_STEPS = 50
 COMPARE_SCENARIOS = ("ball", "ramp", "drop", "stand")
 COMPARISON_COLUMNS = (
     "scenario", "contact_model", "steps", "mean_step_us", "max_penetration_m",
@@ -59,9 +61,6 @@ COMPARISON_COLUMNS = (
     "energy_change_J", "rebound_ratio", "solver_failures", "fell", "zmp_in_support_fraction",
     "error",
 )
-SCALING_MODELS = ("gauss_seidel", "time_stepping")
-SCALING_GRIDS = (2, 3, 4, 5, 6, 7, 8)  # m = 4 ... 64 contact points
-SCALING_STEPS = 300
 #: solver statistics that count failures (contact models report them per step, 0 or more)
 FAILURE_STATS = ("solver_failures", "ray_terminations")
 
@@ -160,10 +159,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="simulated time [s] (default: each scenario's)")
     add_sets(p_cmp)
 
-    p_bench = sub.add_parser("bench", help="per-step cost of every contact model",
-                             description="Time sim.step for every contact model and write "
-                                         "bench.json; with --scaling, time per step against "
+    p_bench = sub.add_parser("bench", help="step and closed-loop cost, as ratios to MuJoCo",
+                             description="Time sim.step of every contact model and whole "
+                                         "closed loops (stand/wbc, walk/ctc), interleaved with "
+                                         "MuJoCo's mj_step on the same URDF; write the ratios "
+                                         "to bench.json. With --scaling, time per step against "
                                          "the number of contact points.")
+    p_bench.add_argument("--peer", default="mujoco", choices=PEERS,
+                         help="simulator the times are divided by (default mujoco; needs "
+                              "pip install '.[peer]'; none: absolute times only)")
+    p_bench.add_argument("--loop-steps", type=int, metavar="N",
+                         help="steps per closed loop (default: --steps; at most the "
+                              "scenario's duration; 0 skips them)")
+    p_bench.add_argument("--smoke", action="store_true",
+                         help="a few steps only, to check that everything runs (the figures "
+                              "mean nothing)")
     p_bench.add_argument("--out", type=Path, default=Path("runs/bench"), metavar="DIR",
                          help="output folder (default runs/bench)")
     p_bench.add_argument("--steps", type=int, default=BENCH_STEPS, metavar="N",
@@ -300,84 +310,14 @@ def rebound_ratio(result: RunResult) -> float | None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """``biped-sim bench``: mean wall time of ``sim.step`` per contact model."""
+    """``biped-sim bench``: step and closed-loop cost as ratios to MuJoCo (cli/bench.py)."""
+    from biped_contact_sim.cli import bench
+
     if args.steps < 1:
         raise ConfigError(f"--steps = {args.steps} must be >= 1")
     if args.scaling:
-        return cmd_scaling(args)
-    dt = get_scenario(args.scenario).dt
-    results = []
-    print(f"{args.scenario}, dt = {dt:g} s, {args.steps} steps per model")
-    for model in CONTACT_MODELS:
-        entry: dict[str, Any] = {"contact_model": model, "scenario": args.scenario,
-                                 "mean_step_us": None, "steps": 0, "error": None}
-        try:
-            # Warm-up: first calls pay for imports, allocations and caches, not for the step.
-            run(args.scenario, model, duration=BENCH_WARMUP_STEPS * dt, record_rate=1.0)
-            # One recorded sample per simulated second: the observer is not what is timed.
-            result = run(args.scenario, model, duration=args.steps * dt, record_rate=1.0)
-        except ConfigError as exc:
-            entry["error"] = note = f"refused: {exc}"
-        else:
-            summary = result.summary()
-            entry.update(mean_step_us=summary["mean_step_us"], steps=summary["steps"],
-                         error=summary["error"])
-            note = summary["error"] or f"{result.robot.nv} DoF, {result.robot.n_points} points"
-        results.append(entry)
-        print(f"  {model:20s} {_fmt(entry['mean_step_us']):>10s} µs/step  ({note})")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    recorder.write_summary({"results": results}, out / "bench.json")
-    print(f"results in {out / 'bench.json'}")
-    return EXIT_OK
-
-
-def cmd_scaling(args: argparse.Namespace) -> int:
-    """``biped-sim bench --scaling``: µs per step against the number m of contact points.
-
-    A box resting on grid × grid points (scenario ``plate``), for the constraint models of
-    SCALING_MODELS; the system size is what the model reports (``system_size`` statistic:
-    3m for Gauss–Seidel's Delassus system, m(2+d) for the time-stepping LCP, Chardonnet's
-    57-versus-378 argument). Fits t ∝ m^k by least squares on log t = k log m + c.
-    """
-    steps = args.steps if args.steps != BENCH_STEPS else SCALING_STEPS
-    models = [m for m in SCALING_MODELS if m in CONTACT_MODELS]
-    if not models:
-        raise ConfigError("bench --scaling needs the contact models "
-                          + ", ".join(SCALING_MODELS)
-                          + f"; registered: {', '.join(CONTACT_MODELS)}")
-    rows, fits = [], {}
-    print(f"plate, {steps} steps per (model, m)")
-    for model in models:
-        for grid in SCALING_GRIDS:
-            sets = {"grid": grid}
-            scenario, _, robot, sim, *_ = build("plate", model, sets=sets)
-            tau = np.zeros(robot.n_joints)
-            for _ in range(BENCH_WARMUP_STEPS):  # settle: all points in contact
-                step = sim.step(tau)
-            sizes = []
-            start = time.perf_counter()
-            for _ in range(steps):
-                step = sim.step(tau)
-                sizes.append(step.stats.get("system_size", float("nan")))
-            us = 1e6 * (time.perf_counter() - start) / steps
-            m = robot.n_points
-            row = {"contact_model": model, "m": m, "mean_step_us": us,
-                   "system_size": float(np.nanmax(sizes)) if np.isfinite(sizes).any() else None,
-                   "active_points": int(step.active.sum())}
-            rows.append(row)
-            print(f"  {model:16s} m = {m:3d}  {us:9.1f} µs/step  system size "
-                  f"{_fmt(row['system_size'])}  active {row['active_points']}")
-        ms = np.array([r["m"] for r in rows if r["contact_model"] == model], float)
-        ts = np.array([r["mean_step_us"] for r in rows if r["contact_model"] == model])
-        fits[model] = float(np.polyfit(np.log(ms), np.log(ts), 1)[0])
-        print(f"  {model}: time per step ∝ m^{fits[model]:.2f}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    recorder.write_summary({"results": rows, "exponents": fits}, out / "scaling.json")
-    figure = plots.scaling_plot(rows, fits, out)
-    print(f"results in {out}/: scaling.json, {figure.name}")
-    return EXIT_OK
+        return bench.scaling_command(args, recorder.write_summary)
+    return bench.bench_command(args, recorder.write_summary)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,7 @@ DEFAULT_CONTACT_MODEL = "penalty_fl"
 DEFAULT_DURATION = 5.0  # [s] a scenario without its own duration, run without a behaviour
 FALL_HEIGHT_RATIO = 0.5  # a biped whose base drops below half its initial height has fallen
 COP_MIN_SHARE = 0.1  # a foot's CoP is compared with its target above this share of the load
+PROGRESS_CHUNK = 100  # steps between progress-bar updates
 
 
 @dataclass(frozen=True)
@@ -267,7 +269,8 @@ def build(scenario_name: str, contact_model: str | None = None, controller: str 
 def run(scenario_name: str, contact_model: str | None = None, controller: str | None = None,
         duration: float | None = None, dt: float | None = None,
         integrator: str = "semi_implicit_euler", sets: dict[str, Any] | None = None,
-        record_rate: float | None = None, progress: bool = False) -> RunResult:
+        record_rate: float | None = None, progress: bool = False,
+        on_sample: Callable[[Sample], None] | None = None) -> RunResult:
     """Run a scenario to its end, or until divergence (reported in ``error``, not raised).
 
     Args:
@@ -276,68 +279,117 @@ def run(scenario_name: str, contact_model: str | None = None, controller: str | 
             statistics use every step). Default: 1 kHz, or every step when dt < 1 ms (the
             ball's impact peak lasts one step).
         progress: show a tqdm progress bar.
+        on_sample: called with every recorded ``Sample`` as soon as it exists (a streaming
+            recorder); the sample is still appended to ``samples``.
 
     Raises:
         ConfigError: invalid names or settings (before anything is simulated).
     """
-    scenario, params, robot, sim, ctrl_name, control, csettings, q0, _ = build(
-        scenario_name, contact_model, controller, dt, integrator, sets)
-    behavior = control.controller.behavior if isinstance(control, ClosedLoop) else None
-    if duration is None:
-        duration = scenario.duration
-    if duration is None:  # the behaviour decides (walk: its step plan)
-        duration = behavior.duration if behavior is not None else DEFAULT_DURATION
-    duration = float(duration)
-    if not (np.isfinite(duration) and duration > 0):
-        raise ConfigError(f"duration = {duration!r} must be > 0 s")
-    result = RunResult(scenario, params, sim.contact.name, csettings, ctrl_name, robot, sim,
-                       duration=duration, behavior=behavior)
-    observer = Observer(robot, sim.terrain)
-    n_steps = round(duration / sim.dt)
-    every = 1 if record_rate is None and sim.dt < 1e-3 else \
-        max(1, round(1.0 / ((record_rate or 1000.0) * sim.dt)))
-    base_z0 = q0[2] if robot.config.base != "planar_xz" else q0[1]
-    zero_tau = np.zeros(robot.n_joints)
-    closed_loop = control if isinstance(control, ClosedLoop) else None
+    session = Run(scenario_name, contact_model, controller, duration, dt, integrator, sets,
+                  record_rate, on_sample)
     bar = None
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=n_steps, unit="step", desc=f"{scenario.name}/{sim.contact.name}")
-    start = time.perf_counter()
-    for k in range(n_steps):
-        q_prev, v_prev = sim.q, sim.v
-        t0 = time.perf_counter()
-        try:
-            tau = control(sim.t, q_prev, v_prev) if control else zero_tau
-            t1 = time.perf_counter()
-            step = sim.step(tau)
-        except BipedSimError as exc:
-            result.error = f"{type(exc).__name__}: {exc}"
-            result.fell = result.fell or scenario.biped
-            break
-        result.step_time_s += time.perf_counter() - t1
-        result.control_time_s += t1 - t0
-        result.steps += 1
-        if closed_loop is not None:
-            closed_loop.observe(q_prev, step)
-        _accumulate(result, step, sim.terrain.mu)
-        if scenario.biped and (step.q[2] if robot.config.base != "planar_xz" else step.q[1]) \
-                < FALL_HEIGHT_RATIO * base_z0:
-            result.fell = True
-        if k % every == 0 or k == n_steps - 1:
-            info = dict(closed_loop.info) if closed_loop is not None else {}
-            result.samples.append(Sample(step, observer.observe(step, q_prev, v_prev), info))
-        if bar is not None and k % 100 == 0:
-            bar.update(min(100, n_steps - bar.n))
+        bar = tqdm(total=session.n_steps, unit="step",
+                   desc=f"{session.result.scenario.name}/{session.sim.contact.name}")
+    while session.advance(PROGRESS_CHUNK):
+        if bar is not None:
+            bar.update(session.k - bar.n)
     if bar is not None:
-        bar.update(n_steps - bar.n)
+        bar.update(session.n_steps - bar.n)
         bar.close()
-    result.wall_time_s = time.perf_counter() - start
-    if result.error:
-        result.warnings.append(result.error)
-    if scenario.biped:
-        result.metrics = biped_metrics(result)
-    return result
+    return session.finish()
+
+
+class Run:
+    """A run that advances in chunks (``run`` loops it; ``biped-sim bench`` interleaves it).
+
+    Each step: control from the measurement (q, v, sole wrenches of the previous step), one
+    ``sim.step``, the closed loop's sole wrenches, the per-step maxima and statistics, the fall
+    check and, every ``1/record_rate`` simulated seconds, a recorded ``Sample``.
+    Arguments as ``run``.
+    """
+
+    def __init__(self, scenario_name: str, contact_model: str | None = None,
+                 controller: str | None = None, duration: float | None = None,
+                 dt: float | None = None, integrator: str = "semi_implicit_euler",
+                 sets: dict[str, Any] | None = None, record_rate: float | None = None,
+                 on_sample: Callable[[Sample], None] | None = None):
+        scenario, params, robot, sim, ctrl_name, control, csettings, q0, _ = build(
+            scenario_name, contact_model, controller, dt, integrator, sets)
+        behavior = control.controller.behavior if isinstance(control, ClosedLoop) else None
+        if duration is None:
+            duration = scenario.duration
+        if duration is None:  # the behaviour decides (walk: its step plan)
+            duration = behavior.duration if behavior is not None else DEFAULT_DURATION
+        duration = float(duration)
+        if not (np.isfinite(duration) and duration > 0):
+            raise ConfigError(f"duration = {duration!r} must be > 0 s")
+        self.result = RunResult(scenario, params, sim.contact.name, csettings, ctrl_name, robot,
+                                sim, duration=duration, behavior=behavior)
+        self.sim, self.robot, self.control = sim, robot, control
+        self.observer = Observer(robot, sim.terrain)
+        self.on_sample = on_sample
+        self.n_steps = round(duration / sim.dt)
+        self.every = 1 if record_rate is None and sim.dt < 1e-3 else \
+            max(1, round(1.0 / ((record_rate or 1000.0) * sim.dt)))
+        self.base_z0 = q0[2] if robot.config.base != "planar_xz" else q0[1]
+        self.zero_tau = np.zeros(robot.n_joints)
+        self.closed_loop = control if isinstance(control, ClosedLoop) else None
+        self.k = 0  # steps taken
+        self.done = False
+        self.wall_time_s = 0.0
+
+    def advance(self, n: int) -> bool:
+        """Take up to n steps; False once the run has ended (its duration, or a divergence)."""
+        result, sim, control, closed_loop = self.result, self.sim, self.control, self.closed_loop
+        scenario, robot = result.scenario, self.robot
+        planar = robot.config.base == "planar_xz"
+        start = time.perf_counter()
+        stop = min(self.k + n, self.n_steps)
+        while not self.done and self.k < stop:
+            k = self.k
+            q_prev, v_prev = sim.q, sim.v
+            t0 = time.perf_counter()
+            try:
+                tau = control(sim.t, q_prev, v_prev) if control else self.zero_tau
+                t1 = time.perf_counter()
+                step = sim.step(tau)
+            except BipedSimError as exc:
+                result.error = f"{type(exc).__name__}: {exc}"
+                result.fell = result.fell or scenario.biped
+                self.done = True
+                break
+            result.step_time_s += time.perf_counter() - t1
+            result.control_time_s += t1 - t0
+            result.steps += 1
+            self.k += 1
+            if closed_loop is not None:
+                closed_loop.observe(q_prev, step)
+            _accumulate(result, step, sim.terrain.mu)
+            if scenario.biped and (step.q[1] if planar else step.q[2]) \
+                    < FALL_HEIGHT_RATIO * self.base_z0:
+                result.fell = True
+            if k % self.every == 0 or k == self.n_steps - 1:
+                info = dict(closed_loop.info) if closed_loop is not None else {}
+                sample = Sample(step, self.observer.observe(step, q_prev, v_prev), info)
+                result.samples.append(sample)
+                if self.on_sample is not None:
+                    self.on_sample(sample)
+        if self.k >= self.n_steps:
+            self.done = True
+        self.wall_time_s += time.perf_counter() - start
+        return not self.done
+
+    def finish(self) -> RunResult:
+        """Close the run: wall time, warnings and the biped metrics."""
+        result = self.result
+        result.wall_time_s = self.wall_time_s
+        if result.error and result.error not in result.warnings:
+            result.warnings.append(result.error)
+        if result.scenario.biped and not result.metrics:
+            result.metrics = biped_metrics(result)
+        return result
 
 
 def fidelity_residuals(step: StepResult, mu: float) -> dict[str, float]:

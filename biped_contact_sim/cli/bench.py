@@ -1,0 +1,445 @@
+"""``biped-sim bench``: the cost of a physics step and of a closed loop, as ratios to MuJoCo.
+
+Absolute times on a shared machine say little; a ratio to a well-known simulator measured in
+the same process, on the same robot and at the same moment does. The peer is MuJoCo
+(``mujoco`` Python package, an optional extra: ``pip install .[peer]``) built from the same
+URDF:
+
+* a free joint at the root link, a ground plane, the same friction coefficient μ;
+* only the bodies that carry our contact points collide (the URDF's foot boxes, whose bottom
+  face is the sole of our contact points), with the floor only;
+* the actuated joints are held by MuJoCo position actuators with the gains and the static
+  gravity feed-forward of the runner's ``JointPD`` (``τ = τ_g + K_p(q_ref − q) − K_d q̇``
+  as the affine bias of each actuator), so the whole hold runs inside ``mj_step``;
+* MuJoCo's defaults otherwise (Newton solver, pyramidal cones, Euler integrator), with
+  ``timestep`` = the scenario's dt.
+
+Before timing, the peer must stand: ``Σ f_n / (m g) = 1`` (within ``STAND_TOLERANCE``) after
+``PEER_SETTLE_S`` seconds.
+
+Timing is **interleaved** and single-threaded: in every round the peer takes ``block`` steps,
+then each of our simulators takes ``block`` steps, each block timed on its own; the figures
+are medians over the rounds of the per-step time, and a ratio compares two medians of the
+same rounds (load from other processes shifts both alike). Rows:
+
+* ``results``: ``sim.step`` of each contact model on the scenario (the controller runs but is
+  not timed), ``ratio_to_peer`` = our median µs per step / the peer's;
+* ``closed_loop``: a whole ``biped-sim run`` loop (controller, step, observers) per simulated
+  millisecond against the peer's ``mj_step`` per simulated millisecond, for ``stand`` (wbc)
+  and ``walk`` (ctc), with the real-time factor of that loop.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+
+from biped_contact_sim.cli import plots
+from biped_contact_sim.cli.runner import JointPD, JointPDSettings, Run, build
+from biped_contact_sim.contact import CONTACT_MODELS
+from biped_contact_sim.errors import BipedSimError, ConfigError
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.sim.scenarios import get_scenario
+
+PEERS = ("mujoco", "none")
+PEER_MISSING = ("the MuJoCo peer needs the 'mujoco' Python package, which is not installed. "
+                "Install it with: pip install 'biped_contact_sim[peer]' (from the source tree: "
+                "pip install '.[peer]' or pip install -r requirements-bench.txt), or run "
+                "'biped-sim bench --peer none' for absolute times only")
+PEER_SETTLE_S = 1.0  # [s] simulated before the stand check
+STAND_TOLERANCE = 0.02  # |Σ f_n / (m g) − 1| allowed for the peer to count as standing
+BLOCK = 20  # steps per timed block
+CLOSED_LOOP = (("stand", "wbc", "penalty_fl"), ("walk", "ctc", "penalty_fl"),
+               ("stand", "wbc", "gauss_seidel"), ("walk", "ctc", "gauss_seidel"))
+SMOKE_STEPS = 10  # --smoke: a few blocks of this many steps, only to check the outputs
+BENCH_SCENARIO = "stand"
+BENCH_STEPS = 2000
+BENCH_WARMUP_STEPS = 50
+SCALING_MODELS = ("gauss_seidel", "time_stepping")
+SCALING_GRIDS = (2, 3, 4, 5, 6, 7, 8)  # m = 4 ... 64 contact points
+SCALING_STEPS = 300
+
+
+def import_mujoco():
+    """The ``mujoco`` module, or a ConfigError that says how to install it."""
+    try:
+        import mujoco
+    except ImportError as exc:
+        raise ConfigError(PEER_MISSING) from exc
+    return mujoco
+
+
+@dataclass
+class PeerInfo:
+    """What bench.json reports about the peer model."""
+
+    name: str
+    version: str
+    solver: str
+    cone: str
+    integrator: str
+    timestep: float
+    contacts: int
+    normal_force_ratio: float  # Σ f_n / (m g) after settling
+
+
+class MujocoPeer:
+    """The MuJoCo twin of a ``RobotModel`` standing under the ``JointPD`` hold (module doc).
+
+    Args:
+        robot: our robot (its URDF, root link, contact bodies, actuated joints).
+        q0: initial configuration (pinocchio order; free-flyer quaternion x, y, z, w).
+        q_ref: configuration the joints are held at.
+        mu: friction coefficient of the feet and the floor.
+        dt: time step [s].
+
+    Raises:
+        ConfigError: mujoco missing, or the robot is not a free-flyer biped on points.
+    """
+
+    def __init__(self, robot: RobotModel, q0: np.ndarray, q_ref: np.ndarray, mu: float,
+                 dt: float):
+        mj = import_mujoco()
+        if robot.config.base != "free_flyer":
+            raise ConfigError(f"the MuJoCo peer needs a free-flyer robot; {robot.name!r} has "
+                              f"base {robot.config.base!r}")
+        self.mj = mj
+        hold = JointPD(robot, q_ref, JointPDSettings(), dt)
+        spec = mj.MjSpec.from_file(str(robot.config.urdf_path))
+        spec.option.timestep = dt
+        spec.body(robot.base_link).add_freejoint()
+        # Bodies rigidly attached to a contact body's joint: their collision boxes are the feet.
+        joints = {robot.model.frames[b.frame_id].parentJoint for b in robot.contact_bodies}
+        feet = {f.name for f in robot.model.frames
+                if f.type == pin.FrameType.BODY and f.parentJoint in joints}
+        for geom in spec.geoms:  # feet collide with the floor only, nothing else collides
+            geom.contype = 1 if geom.parent.name in feet else 0
+            geom.conaffinity = 0
+            geom.friction = [mu, 0.0, 0.0]
+        floor = spec.worldbody.add_geom(type=mj.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 1.0])
+        floor.contype, floor.conaffinity, floor.friction = 0, 1, [mu, 0.0, 0.0]
+        for j, name in enumerate(robot.actuated_joint_names):
+            act = spec.add_actuator(target=name, trntype=mj.mjtTrn.mjTRN_JOINT)
+            act.gaintype, act.biastype = mj.mjtGain.mjGAIN_FIXED, mj.mjtBias.mjBIAS_AFFINE
+            act.gainprm[0] = hold.kp[j]  # τ = kp·ctrl + τ_g − kp·q − kd·q̇, ctrl = q_ref
+            act.biasprm[0], act.biasprm[1], act.biasprm[2] = hold.tau_g[j], -hold.kp[j], \
+                -hold.kd[j]
+            act.forcelimited, act.forcerange = True, [-robot.effort_limit[j],
+                                                      robot.effort_limit[j]]
+        self.model = spec.compile()
+        self.data = mj.MjData(self.model)
+        adr = [self.model.jnt_qposadr[mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_JOINT, n)]
+               for n in robot.actuated_joint_names]
+        self.data.qpos[:3] = q0[:3]
+        self.data.qpos[3:7] = (q0[6], q0[3], q0[4], q0[5])  # MuJoCo stores w, x, y, z
+        self.data.qpos[adr] = q0[robot.q_idx]
+        self.data.ctrl[:] = q_ref[robot.q_idx]
+        self.weight = mj.mj_getTotalmass(self.model) * float(np.linalg.norm(self.model.opt.gravity))
+        self._step = mj.mj_step
+
+    def step(self, n: int) -> float:
+        """n calls of ``mj_step``; returns their wall time [s]."""
+        model, data, step = self.model, self.data, self._step
+        start = time.perf_counter()
+        for _ in range(n):
+            step(model, data)
+        return time.perf_counter() - start
+
+    def normal_force_ratio(self) -> float:
+        """Σ f_n over the active contacts divided by m g."""
+        out = np.zeros(6)
+        total = 0.0
+        for i in range(self.data.ncon):
+            self.mj.mj_contactForce(self.model, self.data, i, out)
+            total += out[0]  # normal component first, in the contact frame
+        return total / self.weight
+
+    def settle(self, seconds: float) -> PeerInfo:
+        """Simulate ``seconds`` and check the robot stands (``Σ f_n/(m g)`` averaged over the last
+        0.1 s).
+
+        Raises:
+            BipedSimError: the peer does not stand (a misbuilt twin would time nonsense).
+        """
+        dt = self.model.opt.timestep
+        n = max(1, round(seconds / dt))
+        tail = max(1, min(n, round(0.1 / dt)))
+        self.step(n - tail)
+        ratios = []
+        for _ in range(tail):
+            self.step(1)
+            ratios.append(self.normal_force_ratio())
+        ratio = float(np.mean(ratios))
+        if not abs(ratio - 1.0) <= STAND_TOLERANCE:
+            raise BipedSimError(f"the MuJoCo peer does not stand: Σ f_n / (m g) = {ratio:.4f} "
+                                f"after {seconds:g} s (expected 1 ± {STAND_TOLERANCE:g})")
+        mj, opt = self.mj, self.model.opt
+        return PeerInfo("mujoco", mj.__version__, mj.mjtSolver(opt.solver).name,
+                        mj.mjtCone(opt.cone).name, mj.mjtIntegrator(opt.integrator).name,
+                        float(opt.timestep), int(self.data.ncon), ratio)
+
+
+def make_peer(scenario: str) -> MujocoPeer:
+    """The MuJoCo twin of a scenario's robot in its initial state, held at its standing posture.
+
+    Raises:
+        ConfigError: the scenario's robot cannot have a peer, or mujoco is missing.
+    """
+    sc = get_scenario(scenario)
+    params = sc.resolve({})
+    robot = sc.make_robot(params)
+    q0, _ = sc.initial_state(robot, params)
+    q_ref = robot.standing_configuration() if robot.config.standing else q0
+    return MujocoPeer(robot, q0, q_ref, params["mu"], sc.dt)
+
+
+Timer = Callable[[int], "float | None"]
+
+
+def _step_timer(session: Run) -> Timer:
+    """Advance a run by n steps; the time of its ``sim.step`` calls only (None if the run
+    ended within the block)."""
+    def timer(n: int) -> float | None:
+        before, k = session.result.step_time_s, session.k
+        session.advance(n)
+        return session.result.step_time_s - before if session.k - k == n else None
+    return timer
+
+
+def _loop_timer(session: Run) -> Timer:
+    """Advance a run by n steps; the whole loop's wall time (None if it ended early)."""
+    def timer(n: int) -> float | None:
+        before, k = session.wall_time_s, session.k
+        session.advance(n)
+        return session.wall_time_s - before if session.k - k == n else None
+    return timer
+
+
+def interleave(timers: dict[str, Timer], steps: int, block: int) -> dict[str, list[float]]:
+    """Time ``block`` steps of each timer in turn, until each has been asked ``steps`` steps
+    (the last block takes the remainder).
+
+    Returns:
+        Per name, the per-step times [s] of its complete blocks (a run that ended early stops
+        contributing).
+    """
+    per_step: dict[str, list[float]] = {name: [] for name in timers}
+    sizes = [block] * (steps // block) + ([steps % block] if steps % block else [])
+    for n in sizes:
+        for name, timer in timers.items():
+            elapsed = timer(n)
+            if elapsed is not None:
+                per_step[name].extend([elapsed / n] * n)  # weighted: one entry per step
+    return per_step
+
+
+def _median_us(values: list[float]) -> float | None:
+    return 1e6 * statistics.median(values) if values else None
+
+
+def _ratio(ours: float | None, peer: float | None) -> float | None:
+    return ours / peer if ours is not None and peer else None
+
+
+def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = "mujoco",
+          loop_steps: int | None = None, block: int = BLOCK, models: tuple[str, ...] | None = None,
+          closed_loop: tuple[tuple[str, str, str], ...] = CLOSED_LOOP,
+          log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The bench.json content: per-model step cost and closed-loop cost, with peer ratios.
+
+    Raises:
+        ConfigError: unknown scenario/peer, or mujoco missing for ``peer="mujoco"``.
+    """
+    if peer not in PEERS:
+        raise ConfigError(f"--peer {peer!r}: expected one of {', '.join(PEERS)}")
+    loop_steps = steps if loop_steps is None else loop_steps
+    if steps < 1 or loop_steps < 0 or block < 1:
+        raise ConfigError(f"--steps = {steps} must be >= 1 and --loop-steps = {loop_steps} "
+                          ">= 0")
+    sc = get_scenario(scenario)
+    models = models or tuple(CONTACT_MODELS)
+    out: dict[str, Any] = {"scenario": scenario, "dt": sc.dt, "steps": steps, "block": block,
+                           "peer": None if peer == "none" else peer, "peer_model": None,
+                           "results": [], "closed_loop": []}
+    mj_peer = None
+    if peer == "mujoco":
+        mj_peer = make_peer(scenario)
+        info = mj_peer.settle(PEER_SETTLE_S)
+        out["peer_model"] = info.__dict__
+        log(f"peer: MuJoCo {info.version} on the same URDF, {info.contacts} contacts, "
+            f"{info.solver} solver, {info.cone} cones, {info.integrator}; stands with "
+            f"Σf_n/mg = {info.normal_force_ratio:.4f}")
+
+    # 1. sim.step per contact model (the scenario's controller runs untimed).
+    sessions, rows = {}, {}
+    for model in models:
+        row: dict[str, Any] = {"contact_model": model, "scenario": scenario,
+                               "median_step_us": None, "mean_step_us": None, "steps": 0,
+                               "error": None, "peer": out["peer"], "peer_step_us": None,
+                               "ratio_to_peer": None}
+        rows[model] = row
+        try:
+            # Long enough for every timed block: the run must not end before the bench does.
+            session = Run(scenario, model, duration=(steps + BENCH_WARMUP_STEPS) * sc.dt,
+                          record_rate=1.0)
+            session.advance(BENCH_WARMUP_STEPS)  # warm-up: imports, caches, compiled kernels
+            session.result.step_time_s = 0.0
+        except ConfigError as exc:
+            row["error"] = f"refused: {exc}"
+            continue
+        sessions[model] = session
+    timers: dict[str, Timer] = {"peer": mj_peer.step} if mj_peer is not None else {}
+    for model, session in sessions.items():
+        timers[model] = _step_timer(session)
+    log(f"{scenario}, dt = {sc.dt:g} s: sim.step, {steps} steps per model, interleaved in "
+        f"blocks of {block}")
+    times = interleave(timers, steps, block)
+    peer_us = _median_us(times.get("peer", []))
+    for model, row in rows.items():
+        if model in sessions:
+            session = sessions[model]
+            result = session.result
+            row.update(median_step_us=_median_us(times[model]),
+                       mean_step_us=1e6 * result.step_time_s / max(1, len(times[model])),
+                       steps=len(times[model]), error=result.error,
+                       peer_step_us=peer_us, ratio_to_peer=_ratio(_median_us(times[model]),
+                                                                  peer_us))
+        out["results"].append(row)
+        log(_row_text(model, row))
+    if peer_us is not None:
+        log(f"  {'mujoco mj_step':20s} {peer_us:10.1f} µs/step  (peer)")
+
+    # 2. Closed loops: the whole runner loop per simulated ms against the peer's.
+    if loop_steps and closed_loop:
+        log(f"closed loops: whole run loop, {loop_steps} steps each, interleaved")
+        loops, loop_rows = {}, []
+        timers = {"peer": mj_peer.step} if mj_peer is not None else {}
+        for scen, controller, model in closed_loop:
+            key = f"{scen}/{controller}/{model}"
+            row = {"scenario": scen, "controller": controller, "contact_model": model,
+                   "us_per_sim_ms": None, "real_time_factor": None, "steps": 0, "error": None,
+                   "peer": out["peer"], "peer_us_per_sim_ms": None, "ratio_to_peer": None}
+            loop_rows.append((key, row))
+            try:
+                loops[key] = session = Run(scen, model, controller, record_rate=None)
+            except ConfigError as exc:
+                row["error"] = f"refused: {exc}"
+                continue
+            timers[key] = _loop_timer(session)
+        times = interleave(timers, loop_steps, block)
+        peer_ms = _median_us(times.get("peer", []))
+        peer_ms = peer_ms / (1e3 * sc.dt) if peer_ms is not None else None
+        for key, row in loop_rows:
+            if key in loops:
+                session = loops[key]
+                per_step = _median_us(times[key])
+                dt_ms = 1e3 * session.sim.dt
+                us_ms = per_step / dt_ms if per_step is not None else None
+                row.update(us_per_sim_ms=us_ms, steps=len(times[key]),
+                           error=session.result.error,
+                           real_time_factor=1e3 / us_ms if us_ms else None,
+                           peer_us_per_sim_ms=peer_ms, ratio_to_peer=_ratio(us_ms, peer_ms))
+            out["closed_loop"].append(row)
+            log(_loop_text(key, row))
+    return out
+
+
+def _row_text(model: str, row: dict[str, Any]) -> str:
+    if row["median_step_us"] is None:
+        return f"  {model:20s} {'-':>10s}           ({row['error']})"
+    ratio = f"  {row['ratio_to_peer']:5.1f}× MuJoCo" if row["ratio_to_peer"] else ""
+    note = f"  ({row['error']})" if row["error"] else ""
+    return f"  {model:20s} {row['median_step_us']:10.1f} µs/step{ratio}{note}"
+
+
+def _loop_text(key: str, row: dict[str, Any]) -> str:
+    if row["us_per_sim_ms"] is None:
+        return f"  {key:32s} -  ({row['error']})"
+    ratio = f"  {row['ratio_to_peer']:6.1f}× MuJoCo" if row["ratio_to_peer"] else ""
+    note = f"  ({row['error']})" if row["error"] else ""
+    return (f"  {key:32s} {row['us_per_sim_ms']:9.1f} µs per simulated ms{ratio}, "
+            f"{row['real_time_factor']:.2f}× real time{note}")
+
+
+def bench_command(args, write_summary: Callable[[dict, Path], None]) -> int:
+    """``biped-sim bench`` without ``--scaling``: run ``bench`` and write bench.json."""
+    smoke = getattr(args, "smoke", False)
+    steps = SMOKE_STEPS * 2 if smoke else args.steps
+    loop_steps = SMOKE_STEPS * 2 if smoke else args.loop_steps
+    if loop_steps is not None and loop_steps < 0:
+        raise ConfigError(f"--loop-steps = {loop_steps} must be >= 0")
+    block = SMOKE_STEPS if smoke else BLOCK
+    try:
+        out = bench(args.scenario, steps, args.peer, loop_steps, block)
+    except ConfigError:
+        raise
+    except BipedSimError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    out["smoke"] = smoke
+    folder = Path(args.out)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_summary(out, folder / "bench.json")
+    print(f"results in {folder / 'bench.json'}")
+    return 0
+
+
+def scaling_command(args, write_summary: Callable[[dict, Path], None]) -> int:
+    """``biped-sim bench --scaling``: µs per step against the number m of contact points.
+
+    A box resting on grid × grid points (scenario ``plate``), for the constraint models of
+    SCALING_MODELS; the system size is what the model reports (``system_size`` statistic:
+    3m for Gauss–Seidel's Delassus system, m(2+d) for the time-stepping LCP, Chardonnet's
+    57-versus-378 argument). Fits t ∝ m^k by least squares on log t = k log m + c.
+    """
+    steps = args.steps if args.steps != BENCH_STEPS else SCALING_STEPS
+    models = [m for m in SCALING_MODELS if m in CONTACT_MODELS]
+    if not models:
+        raise ConfigError("bench --scaling needs the contact models "
+                          + ", ".join(SCALING_MODELS)
+                          + f"; registered: {', '.join(CONTACT_MODELS)}")
+    rows, fits = [], {}
+    print(f"plate, {steps} steps per (model, m)")
+    for model in models:
+        for grid in SCALING_GRIDS:
+            sets = {"grid": grid}
+            scenario, _, robot, sim, *_ = build("plate", model, sets=sets)
+            tau = np.zeros(robot.n_joints)
+            for _ in range(BENCH_WARMUP_STEPS):  # settle: all points in contact
+                step = sim.step(tau)
+            sizes = []
+            start = time.perf_counter()
+            for _ in range(steps):
+                step = sim.step(tau)
+                sizes.append(step.stats.get("system_size", float("nan")))
+            us = 1e6 * (time.perf_counter() - start) / steps
+            m = robot.n_points
+            row = {"contact_model": model, "m": m, "mean_step_us": us,
+                   "system_size": float(np.nanmax(sizes)) if np.isfinite(sizes).any() else None,
+                   "active_points": int(step.active.sum())}
+            rows.append(row)
+            print(f"  {model:16s} m = {m:3d}  {us:9.1f} µs/step  system size "
+                  f"{_fmt(row['system_size'])}  active {row['active_points']}")
+        ms = np.array([r["m"] for r in rows if r["contact_model"] == model], float)
+        ts = np.array([r["mean_step_us"] for r in rows if r["contact_model"] == model])
+        fits[model] = float(np.polyfit(np.log(ms), np.log(ts), 1)[0])
+        print(f"  {model}: time per step ∝ m^{fits[model]:.2f}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_summary({"results": rows, "exponents": fits}, out / "scaling.json")
+    figure = plots.scaling_plot(rows, fits, out)
+    print(f"results in {out}/: scaling.json, {figure.name}")
+    return 0
+
+
+def _fmt(value: Any) -> str:
+    """A number for the terminal: 4 significant digits; anything else as it is."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
