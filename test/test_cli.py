@@ -90,9 +90,9 @@ def test_mcap_topics_types_and_counts(ball_run):
     assert len(messages["/robot_description"]) == 1
     assert "<robot" in messages["/robot_description"][0].data
     odom = messages["odom"][-1]
-    assert (odom.header.frame_id, odom.child_frame_id) == ("world", "ball")
+    assert (odom.header.frame_id, odom.child_frame_id) == ("world", "base_link")
     transform = messages["/tf"][-1].transforms[0]
-    assert (transform.header.frame_id, transform.child_frame_id) == ("world", "ball")
+    assert (transform.header.frame_id, transform.child_frame_id) == ("world", "base_link")
     # The ball rests on the ground at the end: its centre 0.1 m above it (less the penetration).
     assert odom.pose.pose.position.z == pytest.approx(float(rows[-1]["base_z"]))
     assert odom.pose.pose.position.z == pytest.approx(0.1, abs=1e-3)
@@ -117,7 +117,7 @@ def test_stand_wrenches_match_the_csv_normal_forces(stand_run):
     rows = read_csv(out / "timeseries.csv")
     schemas, messages = read_mcap(out / "trace.mcap")
     assert schemas["odom"] == "nav_msgs/msg/Odometry"
-    assert messages["odom"][0].child_frame_id == "pelvis"
+    assert messages["odom"][0].child_frame_id == "base_link"
     assert len(messages["joint_states"][0].name) == 14
     for foot, sole in (("left_foot", "l_sole"), ("right_foot", "r_sole")):
         wrenches = messages[f"contact_wrench/{foot}"]

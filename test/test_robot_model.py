@@ -95,7 +95,6 @@ def test_unknown_robot_lists_robots():
         RobotModel.load("nonexistent_robot")
 
 
-@pytest.mark.parametrize(("name", "base"), [("biped3d", "pelvis"), ("planar_biped", "torso"),
-                                            ("ball", "ball"), ("brick", "brick")])
-def test_base_link_is_the_urdf_root_link(name, base):
-    assert RobotModel.load(name).base_link == base
+@pytest.mark.parametrize("name", ["biped3d", "planar_biped", "ball", "brick"])
+def test_base_link_is_the_urdf_root_link(name):
+    assert RobotModel.load(name).base_link == "base_link"  # massless, for KDL (test_urdf)

@@ -193,3 +193,58 @@ def test_soles_flat_when_standing(name, base, zero_height, standing_height):
             placement = data.oMf[model.getFrameId(sole)]
             np.testing.assert_allclose(placement.rotation, np.eye(3), atol=1e-9)
             assert base_z - placement.translation[2] == pytest.approx(height, abs=1e-9)
+
+
+def without_root_link(name: str) -> str:
+    """The URDF text with its massless root link and that link's fixed joint removed."""
+    tree = ET.parse(URDF_DIR / f"{name}.urdf")
+    robot = tree.getroot()
+    root_link = robot.find("link[@name='base_link']")
+    (fixed,) = [j for j in robot.findall("joint") if j.find("parent").get("link") == "base_link"]
+    robot.remove(root_link)
+    robot.remove(fixed)
+    return ET.tostring(robot, encoding="unicode")
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_root_link_is_massless_for_kdl(name):
+    """KDL (robot_state_publisher) refuses a root link with an inertia: the root is base_link,
+    without <inertial>, fixed at the identity to the first massive link."""
+    robot = ET.parse(URDF_DIR / f"{name}.urdf").getroot()
+    children = {j.find("child").get("link") for j in robot.findall("joint")}
+    roots = [link for link in robot.findall("link") if link.get("name") not in children]
+    assert [link.get("name") for link in roots] == ["base_link"]
+    assert roots[0].find("inertial") is None
+    (fixed,) = [j for j in robot.findall("joint") if j.find("parent").get("link") == "base_link"]
+    assert fixed.get("type") == "fixed"
+    assert floats(fixed.find("origin").get("xyz")) == [0.0, 0.0, 0.0]
+    assert floats(fixed.find("origin").get("rpy")) == [0.0, 0.0, 0.0]
+    assert robot.find(f"link[@name='{fixed.find('child').get('link')}']/inertial") is not None
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_root_link_leaves_the_dynamics_unchanged(name):
+    """The model with base_link and the one without it (the massive link as root) have the same
+    joints, mass matrix M(q), bias h(q, v) and frame placements at random states."""
+    model = load_model(name)
+    bare = pin.buildModelFromXML(without_root_link(name), root_joint(BASES[name]))
+    assert list(model.names) == list(bare.names)
+    assert (model.nq, model.nv) == (bare.nq, bare.nv)
+    data, bare_data = model.createData(), bare.createData()
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        q = pin.randomConfiguration(bare, -np.ones(bare.nq), np.ones(bare.nq))
+        v = rng.standard_normal(bare.nv)
+        np.testing.assert_allclose(pin.crba(model, data, q), pin.crba(bare, bare_data, q),
+                                   rtol=0, atol=1e-12)
+        np.testing.assert_allclose(pin.nonLinearEffects(model, data, q, v),
+                                   pin.nonLinearEffects(bare, bare_data, q, v), rtol=0, atol=1e-10)
+        pin.framesForwardKinematics(model, data, q)
+        pin.framesForwardKinematics(bare, bare_data, q)
+        for frame_id, frame in enumerate(bare.frames):
+            if frame.name == "root_joint" or frame.type != pin.FrameType.BODY:
+                continue
+            placement = data.oMf[model.getFrameId(frame.name)]
+            np.testing.assert_allclose(placement.homogeneous,
+                                       bare_data.oMf[frame_id].homogeneous, atol=1e-12)
+    assert pin.computeTotalMass(model) == pytest.approx(pin.computeTotalMass(bare), rel=1e-15)
