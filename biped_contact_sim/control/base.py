@@ -105,6 +105,11 @@ class Behavior(ABC):
     def reference(self, t: float) -> Reference:
         """The task references at time t."""
 
+    def stance_at(self, t: float) -> tuple[str, ...]:
+        """The contact bodies in support at t, ``reference(t).stance`` (behaviours whose full
+        reference costs more than their contact schedule override it)."""
+        return self.reference(t).stance
+
 
 @dataclass
 class ControlOutput:

@@ -72,11 +72,13 @@ so the same object runs against the simulator or hardware.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pinocchio as pin
+from scipy.linalg import lapack
 
 from biped_contact_sim.control.base import (
     Behavior,
@@ -86,6 +88,7 @@ from biped_contact_sim.control.base import (
     Reference,
     check_range,
 )
+from biped_contact_sim.control.linalg import cholesky, solve
 from biped_contact_sim.errors import ConfigError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -182,12 +185,30 @@ def _stance_bodies(robot, stance) -> list:
                           f"{robot.name}: {', '.join(by_name)}") from None
 
 
+def _lstsq(A: np.ndarray, b: np.ndarray, rcond: float) -> np.ndarray:
+    return np.linalg.lstsq(A, b, rcond=rcond)[0]
+
+
 def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.ndarray,
                                  a_joints: np.ndarray, stance, rcond: float = 1e-10,
-                                 internal=None, kd_stance: float = 0.0) -> ConstrainedDynamics:
+                                 internal=None, kd_stance: float = 0.0,
+                                 owner=None) -> ConstrainedDynamics:
     """Steps 3–4 of the module docstring: v̇_b, λ and τ for given joint accelerations.
 
-    Bravo & Rengifo eqs. 30–38 for any number of flat stance feet.
+    Bravo & Rengifo eqs. 30–38 for any number of flat stance feet. Solves (for the free-flyer
+    biped in double support: J_b is 12 × 6, J_a 12 × 14):
+
+    * single support: J_b square (6 × 6 or, planar, 3 × 3, invertible: the foot Jacobian with
+      respect to the base is an adjoint map): LU solves of J_b v̇_b = −J_a q̈_aᵈ − J̇_s v and
+      J_bᵀ λ = (M v̇ + h)_b;
+    * closed chain: a complete QR factorisation J_b = [Q_1 Q_2][R; 0] (LAPACK ``dgeqrf``/
+      ``dorgqr``) splits the constraint into R v̇_b = Q_1ᵀ(−J̇_s v − J_a q̈_a) and
+      A q̈_a = b, A = Q_2ᵀ J_a, b = −Q_2ᵀ J̇_s v; the joint accelerations closest to q̈_aᵈ are
+      q̈_a = q̈_aᵈ + Aᵀ (A Aᵀ)⁻¹ (b − A q̈_aᵈ), A Aᵀ positive definite when the chain leaves
+      every internal direction to the joints (Cholesky); the minimum-norm wrench solving
+      J_bᵀ λ = (M v̇ + h)_b is λ₀ = Q_1 R⁻ᵀ (M v̇ + h)_b and Q_2 is an orthonormal basis of
+      the internal wrenches (the null space of J_bᵀ). A J_b or A A ᵀ that is not numerically
+      of full rank falls back to SVD least squares.
 
     Args:
         robot: the ``RobotModel``.
@@ -199,6 +220,7 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
         internal: optional callable ``(λ₀, null_basis) -> c`` adding ``null_basis @ c`` to the
             minimum-norm λ₀ (double support internal forces).
         kd_stance: k_s of ``J_s v̇ + J̇_s v = −k_s J_s v`` (0: the rigid constraint, eq. 30).
+        owner: if given, ``owner._Jb`` is set to J_b before ``internal`` is called.
 
     Returns:
         The ``ConstrainedDynamics``.
@@ -211,53 +233,93 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
     bodies = _stance_bodies(robot, stance)
     rows = CONSTRAINT_ROWS[robot.config.base]
     nr = len(rows)
+    all_rows = nr == 6
     a = np.zeros(model.nv)
-    a[robot.v_idx] = a_joints
+    vi = robot.v_idx
+    a[vi] = a_joints
+    dot = np.dot
     if bodies:
         pin.computeJointJacobians(model, data, q)
         pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))  # drift = J̇ v (a = 0)
-        Js = np.empty((nr * len(bodies), model.nv))
-        gamma = np.empty(nr * len(bodies))
+        k_rows = nr * len(bodies)
+        Js = np.empty((k_rows, model.nv))
+        gamma = np.empty(k_rows)
         for k, body in enumerate(bodies):
             pin.updateFramePlacement(model, data, body.frame_id)
-            Js[nr * k:nr * (k + 1)] = pin.getFrameJacobian(model, data, body.frame_id,
-                                                           LWA)[rows, :]
-            acc = pin.getFrameClassicalAcceleration(model, data, body.frame_id, LWA)
-            gamma[nr * k:nr * (k + 1)] = acc.vector[list(rows)]
+            J = pin.getFrameJacobian(model, data, body.frame_id, LWA)
+            acc = pin.getFrameClassicalAcceleration(model, data, body.frame_id, LWA).vector
+            Js[nr * k:nr * (k + 1)] = J if all_rows else J[list(rows)]
+            gamma[nr * k:nr * (k + 1)] = acc if all_rows else acc[list(rows)]
         if kd_stance:
-            gamma = gamma + kd_stance * (Js @ v)
-        Jb, Ja = Js[:, :nb], Js[:, robot.v_idx]
-        if Js.shape[0] <= nb:  # single support: J_b square, q̈_a = q̈_aᵈ exactly (eq. 34)
-            a[:nb] = np.linalg.lstsq(Jb, -Ja @ a_joints - gamma, rcond=rcond)[0]
+            gamma += kd_stance * dot(Js, v)
+        Jb, Ja = Js[:, :nb], Js[:, vi]
+        residual = 0.0
+        if k_rows <= nb:  # single support: J_b square, q̈_a = q̈_aᵈ exactly (eq. 34)
+            lu, piv, info = lapack.dgetrf(Jb)
+            if info == 0 and k_rows == nb:
+                a[:nb] = lapack.dgetrs(lu, piv, -dot(Ja, a_joints) - gamma)[0]
+            else:
+                lu = None
+                a[:nb] = _lstsq(Jb, -dot(Ja, a_joints) - gamma, rcond)
+            Q = R = None
         else:  # closed chain: min ‖q̈_a − q̈_aᵈ‖ subject to J_s v̇ + J̇_s v = 0
-            U, s, Vt = np.linalg.svd(Js)
-            rank = int(np.sum(s > rcond * s[0]))
-            a_p = Vt[:rank].T @ ((U[:, :rank].T @ -gamma) / s[:rank])
-            N = Vt[rank:].T
-            SN = N[robot.v_idx]
-            z = np.linalg.lstsq(SN, a_joints - a_p[robot.v_idx], rcond=rcond)[0]
-            a = a_p + N @ z
-        residual = float(np.linalg.norm(a[robot.v_idx] - a_joints))
+            lu = None
+            qr, tau_h, _, info = lapack.dgeqrf(Jb)
+            R = qr[:nb]  # dtrtrs reads the upper triangle only
+            d = np.abs(R.diagonal())
+            C = None
+            if d.min() > rcond * d.max():
+                Q = lapack.dorgqr(np.concatenate([qr, np.zeros((k_rows, k_rows - nb))], 1),
+                                  tau_h)[0]
+                A = dot(Q[:, nb:].T, Ja)
+                C = cholesky(dot(A, A.T), rcond * rcond)
+            if C is not None:
+                b = -dot(Q[:, nb:].T, gamma)
+                a[vi] = a_joints + dot(A.T, solve(C, b - dot(A, a_joints)))
+                a[:nb] = lapack.dtrtrs(R, dot(Q[:, :nb].T, -gamma - dot(Ja, a[vi])))[0]
+            else:  # a singular chain: SVD least squares, as before
+                Q = None
+                U, sv, Vt = np.linalg.svd(Js)
+                rank = int(np.sum(sv > rcond * sv[0]))
+                a_p = Vt[:rank].T @ ((U[:, :rank].T @ -gamma) / sv[:rank])
+                N = Vt[rank:].T
+                z = _lstsq(N[vi], a_joints - a_p[vi], rcond)
+                a = a_p + N @ z
+            aa = a[vi] - a_joints
+            residual = float(np.sqrt(dot(aa, aa)))
         tau_full = pin.rnea(model, data, q, v, a)
-        U, s, Vt = np.linalg.svd(Jb.T)  # J_bᵀ λ = (M v̇ + h)_b, minimum-norm λ
-        rank = int(np.sum(s > rcond * s[0])) if s.size else 0
-        lam = Vt[:rank].T @ ((U[:, :rank].T @ tau_full[:nb]) / s[:rank])
-        null_basis = Vt[rank:].T
+        tau_b = tau_full[:nb]
+        if lu is not None:  # J_bᵀ λ = (M v̇ + h)_b
+            lam = lapack.dgetrs(lu, piv, tau_b, trans=1)[0]
+            null_basis = np.zeros((k_rows, 0))
+        elif Q is not None:
+            lam = dot(Q[:, :nb], lapack.dtrtrs(R, tau_b, trans=1)[0])
+            null_basis = Q[:, nb:]
+        else:
+            U, sv, Vt = np.linalg.svd(Jb.T)  # minimum-norm λ
+            rank = int(np.sum(sv > rcond * sv[0])) if sv.size else 0
+            lam = Vt[:rank].T @ ((U[:, :rank].T @ tau_b) / sv[:rank])
+            null_basis = Vt[rank:].T
         if internal is not None and null_basis.shape[1]:
-            lam = lam + null_basis @ np.asarray(internal(lam, null_basis), float)
-        tau = tau_full[robot.v_idx] - Ja.T @ lam
+            if owner is not None:
+                owner._Jb = Jb
+            lam = lam + dot(null_basis, np.asarray(internal(lam, null_basis), float))
+        tau = tau_full[vi] - dot(Ja.T, lam)
     else:  # flight: the base rows of M v̇ + h = Sᵀτ give v̇_b
         M = pin.crba(model, data, q)
         M = np.triu(M) + np.triu(M, 1).T
         tau0 = pin.rnea(model, data, q, v, a)  # M[:, a] q̈_a + h
         a[:nb] = np.linalg.solve(M[:nb, :nb], -tau0[:nb])
-        tau = pin.rnea(model, data, q, v, a)[robot.v_idx]
+        tau = pin.rnea(model, data, q, v, a)[vi]
         lam, residual, null_basis = np.zeros(0), 0.0, np.zeros((0, 0))
     wrenches = {}
     for k, body in enumerate(bodies):
-        w = np.zeros(6)
-        w[list(rows)] = lam[nr * k:nr * (k + 1)]
-        wrenches[body.name] = w
+        if all_rows:
+            wrenches[body.name] = lam[6 * k:6 * k + 6].copy()
+        else:
+            w = np.zeros(6)
+            w[list(rows)] = lam[nr * k:nr * (k + 1)]
+            wrenches[body.name] = w
     return ConstrainedDynamics(a, tau, wrenches, residual, null_basis)
 
 
@@ -286,16 +348,19 @@ def reference_load_shares(ref: Reference, stance, centres, g: float) -> np.ndarr
                               f"it needs the stance foot {stance[1]!r}") from None
     elif ref.com is None or ref.com_acc is None:
         return None
-    else:
-        c1, c2 = (np.asarray(c, float) for c in centres)
-        com, acc = np.asarray(ref.com, float), np.asarray(ref.com_acc, float)
-        height = com[2] - 0.5 * (c1[2] + c2[2])
-        p = com[:2] - height * acc[:2] / (g + acc[2])
-        d = (c2 - c1)[:2]
-        if float(d @ d) < 1e-12:
+    else:  # scalar arithmetic: a handful of numpy calls on 2-vectors cost more than this
+        (x1, y1, z1), (x2, y2, z2) = centres[0], centres[1]
+        cx, cy, cz = ref.com
+        ax, ay, az = ref.com_acc
+        height = cz - 0.5 * (z1 + z2)
+        px = cx - height * ax / (g + az)
+        py = cy - height * ay / (g + az)
+        dx, dy = x2 - x1, y2 - y1
+        dd = dx * dx + dy * dy
+        if dd < 1e-12:
             return None
-        a2 = float((p - c1[:2]) @ d / (d @ d))
-    a2 = float(np.clip(a2, MIN_SHARE, 1.0 - MIN_SHARE))
+        a2 = float(((px - x1) * dx + (py - y1) * dy) / dd)
+    a2 = min(max(a2, MIN_SHARE), 1.0 - MIN_SHARE)
     return np.array([1.0 - a2, a2])
 
 
@@ -322,12 +387,18 @@ class ComputedTorqueController(Controller):
     def __init__(self, robot, behavior: Behavior, dt: float, **settings: Any):
         super().__init__(robot, behavior, dt, **settings)
         self.data = robot.create_data()
+        self._g = float(np.linalg.norm(robot.model.gravity.linear))
+        self._qi, self._vi = _index_of(robot.q_idx), _index_of(robot.v_idx)
+        rows = CONSTRAINT_ROWS[robot.config.base]
+        self._rows = list(rows)
+        self._force_rows = [i for i, r in enumerate(rows) if r < 3]
+        self._centre = {b.name: b.offsets.mean(axis=0) for b in robot.contact_bodies}
 
     def contact_set(self, meas: Measurement, ref: Reference) -> tuple[str, ...]:
         """The feet held as stance constraints at ``meas.t`` (our addition to eq. 30).
 
         The reference's stance, except that in double support a foot the reference lifts
-        within ``lookahead`` (absent from ``behavior.reference(t + lookahead).stance``) whose
+        within ``lookahead`` (absent from ``behavior.stance_at(t + lookahead)``) whose
         measured normal force is already below ``unload_force`` is released: holding an
         unloaded foot as a rigid constraint commands motions the unilateral ground cannot
         enforce. Only feet about to be lifted are released — a foot that has just landed
@@ -338,7 +409,7 @@ class ComputedTorqueController(Controller):
         stance = set(ref.stance)
         if len(stance) < 2 or not meas.wrenches or s.unload_force <= 0.0:
             return tuple(ref.stance)
-        future = set(self.behavior.reference(meas.t + s.lookahead).stance)
+        future = set(self.behavior.stance_at(meas.t + s.lookahead))
         lifting = {name for name in stance - future
                    if name in meas.wrenches and meas.wrenches[name][2] < s.unload_force}
         if lifting and lifting != stance:
@@ -351,10 +422,9 @@ class ComputedTorqueController(Controller):
         ``constrained_inverse_dynamics``)."""
         if not self.settings.load_share or len(stance) != 2:
             return None
-        centres = [self.data.oMf[b.frame_id].act(b.offsets.mean(axis=0))
+        centres = [self.data.oMf[b.frame_id].act(self._centre[b.name])
                    for b in _stance_bodies(self.robot, stance)]
-        g = float(np.linalg.norm(self.robot.model.gravity.linear))
-        return reference_load_shares(ref, stance, centres, g)
+        return reference_load_shares(ref, stance, centres, self._g)
 
     def internal_forces(self, meas: Measurement, stance: tuple[str, ...], lam0: np.ndarray,
                         null_basis: np.ndarray,
@@ -362,33 +432,45 @@ class ComputedTorqueController(Controller):
         """Coefficients c of the internal wrenches added to the minimum-norm λ₀ (double support).
 
         Default: the sole-centre weighted allocation of the module docstring (step 4),
-        ``c = −(W T N)⁺ W T λ₀`` with T moving each wrench to its sole centre and W weighing
-        moments by 1/ρ and each foot by 1/√α_k (``shares``; equal weights when None).
-        Override to impose another law; ``None`` keeps λ₀.
+        λ = argmin ‖W T λ − t‖ subject to J_bᵀ λ = J_bᵀ λ₀, with T moving each wrench to its
+        sole centre, W weighing moments by 1/ρ and each foot by 1/α_k (``shares``; 1 when
+        None) and t the shares' target (α_k F on the forces, zero otherwise). With
+        μ = W T λ the problem is a minimum-distance one under B μ = J_bᵀ λ₀,
+        B = J_bᵀ (W T)⁻¹, so μ = t + Bᵀ (B Bᵀ)⁻¹ (J_bᵀ λ₀ − B t) (a Cholesky solve; B Bᵀ is
+        positive definite, the most loaded foot's J_b block alone being invertible) and
+        (W T)⁻¹ is block-diagonal and explicit, α_k [[I, 0], [[d_k]×, ρ I]] (d_k the sole
+        origin → centre offset). Returns c = null_basisᵀ (λ − λ₀) (null_basis orthonormal, so
+        λ₀ + null_basis c = λ). Override to impose another law; ``None`` keeps λ₀.
         """
         rho = self.settings.cop_length
         if rho == 0.0 and shares is None:
             return None
-        rows = list(CONSTRAINT_ROWS[self.robot.config.base])
+        rows, fr = self._rows, self._force_rows
         nr = len(rows)
         bodies = _stance_bodies(self.robot, stance)
-        WT = np.zeros((nr * len(bodies),) * 2)
-        target = np.zeros(nr * len(bodies))
-        force_rows = [i for i, r in enumerate(rows) if r < 3]
-        total = sum(lam0[nr * k:nr * (k + 1)][force_rows] for k in range(len(bodies)))
+        n = nr * len(bodies)
+        Winv = np.zeros((n, n))
+        target = np.zeros(n)
+        total = sum(lam0[nr * k:nr * (k + 1)][fr] for k in range(len(bodies)))
         for k, body in enumerate(bodies):
-            T = np.eye(6)
+            Ti = np.eye(6)  # (T_k/ρ)⁻¹ of m^c = m − d × f scaled by 1/ρ
             if rho > 0.0:
                 oMs = self.data.oMf[body.frame_id]  # placed by constrained_inverse_dynamics
-                d = oMs.rotation @ body.offsets.mean(axis=0)  # sole origin → sole centre
-                T[3:, :3] = -pin.skew(d)  # m^c = m − d × f
-                T[3:] /= rho
-            block = T[np.ix_(rows, rows)]
-            if shares is not None:  # (w_k − [α_k F; 0]) / α_k, at the sole centre
-                block = block / shares[k]
-                target[nr * k + np.array(force_rows)] = total
-            WT[nr * k:nr * (k + 1), nr * k:nr * (k + 1)] = block
-        return -np.linalg.lstsq(WT @ null_basis, WT @ lam0 - target, rcond=None)[0]
+                Ti[3:, :3] = pin.skew(np.dot(oMs.rotation, self._centre[body.name]))
+                Ti[3:, 3:] *= rho
+            block = Ti if nr == 6 else Ti[np.ix_(rows, rows)]
+            if shares is not None:
+                block = block * shares[k]
+                target[nr * k + np.array(fr)] = total
+            Winv[nr * k:nr * (k + 1), nr * k:nr * (k + 1)] = block
+        Jb = self._Jb
+        B = np.dot(Jb.T, Winv)
+        C = cholesky(np.dot(B, B.T), 1e-14)
+        if C is None:  # cannot happen for two feet; keep the least-squares form
+            WT = np.linalg.inv(Winv)
+            return -np.linalg.lstsq(WT @ null_basis, WT @ lam0 - target, rcond=None)[0]
+        mu = target + np.dot(B.T, solve(C, np.dot(Jb.T, lam0) - np.dot(B, target)))
+        return np.dot(null_basis.T, np.dot(Winv, mu) - lam0)
 
     def compute(self, meas: Measurement) -> ControlOutput:
         """Torques for ``meas`` tracking ``behavior.reference(meas.t)`` (eqs. 34–39)."""
@@ -397,12 +479,13 @@ class ComputedTorqueController(Controller):
         if ref.q_joints is None:
             raise ConfigError(f"ctc needs Reference.q_joints; behaviour "
                               f"{getattr(self.behavior, 'name', self.behavior)!r} gives none")
-        n = robot.n_joints
-        q_a, v_a = meas.q[robot.q_idx], meas.v[robot.v_idx]
-        v_ref = np.zeros(n) if ref.v_joints is None else ref.v_joints
-        a_ref = np.zeros(n) if ref.a_joints is None else ref.a_joints
+        q_a, v_a = meas.q[self._qi], meas.v[self._vi]
         q_err = ref.q_joints - q_a
-        a_des = a_ref + s.kd * (v_ref - v_a) + s.kp * q_err
+        a_des = s.kp * q_err - s.kd * v_a
+        if ref.v_joints is not None:
+            a_des += s.kd * ref.v_joints
+        if ref.a_joints is not None:
+            a_des += ref.a_joints
 
         shares: dict[str, np.ndarray | None] = {"value": None}
 
@@ -412,21 +495,31 @@ class ComputedTorqueController(Controller):
             return np.zeros(null_basis.shape[1]) if c is None else c
 
         stance = self.contact_set(meas, ref)
+        self._Jb = None
         dyn = constrained_inverse_dynamics(robot, self.data, meas.q, meas.v, a_des, stance,
-                                           s.rcond, law, s.kd_stance)
+                                           s.rcond, law, s.kd_stance, self)
         tau = dyn.tau
         limit = robot.effort_limit
-        saturated = int(np.sum(np.abs(tau) > limit))
+        clamped = np.minimum(np.maximum(tau, -limit), limit)
+        saturated = int(np.count_nonzero(clamped != tau))
         if s.clamp:
-            tau = np.clip(tau, -limit, limit)
+            tau = clamped
         info = {
             "lam": dyn.lam,
             "stance": stance,
             "a_des": a_des,
             "q_err": q_err,
-            "tracking_error": float(np.sqrt(np.mean(q_err ** 2))),
+            "tracking_error": math.sqrt(np.dot(q_err, q_err) / len(q_err)),
             "constraint_residual": dyn.constraint_residual,
             "saturated": saturated,
             "load_share": shares["value"],
         }
         return ControlOutput(tau, info)
+
+
+def _index_of(idx: np.ndarray) -> slice | np.ndarray:
+    """A slice for a contiguous ascending index array (a view, no copy), else the array."""
+    idx = np.asarray(idx, dtype=int)
+    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx

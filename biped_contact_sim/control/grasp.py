@@ -171,6 +171,22 @@ def resultant_map(contacts: tuple[ContactAnchor, ...], com=None) -> np.ndarray:
     return W0 if com is None else wrench_transfer(com) @ W0
 
 
+def surface_resultant_map(positions: np.ndarray, com: np.ndarray) -> np.ndarray:
+    """W_com (eq. 16) of n_s surface contacts at ``positions`` (n_s, 3), about ``com``: blocks
+    [[I, 0], [[P_i − P_com]×, I]] (the controllers' per-step form of ``resultant_map``)."""
+    n_s = len(positions)
+    W = np.zeros((6, 6 * n_s))
+    eye = np.eye(3)
+    for i in range(n_s):
+        r = positions[i] - com
+        W[:3, 6 * i:6 * i + 3] = eye
+        W[3:, 6 * i + 3:6 * i + 6] = eye
+        W[3, 6 * i + 1], W[3, 6 * i + 2] = -r[2], r[1]
+        W[4, 6 * i], W[4, 6 * i + 2] = r[2], -r[0]
+        W[5, 6 * i], W[5, 6 * i + 1] = -r[1], r[0]
+    return W
+
+
 def _offsets(contacts) -> tuple[int, ...]:
     out, k = [], 0
     for c in contacts:
@@ -179,24 +195,56 @@ def _offsets(contacts) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _tension_row(contacts, offsets, i, j, N) -> np.ndarray:
-    """t_ij = (f_i − f_j)·e_ij (eqs. 10, 86–91: Δ_t differences, R_t rotation, S_t selection)."""
-    e = contacts[j].position - contacts[i].position
-    length = np.linalg.norm(e)
-    if length < 1e-9:
-        raise ValueError(f"contacts {i} and {j} share their CoP: no tension line between them")
-    e /= length
-    row = np.zeros(N)
-    row[offsets[i]:offsets[i] + 3] = e
-    row[offsets[j]:offsets[j] + 3] = -e
-    return row
+# A row of W_int is named by a spec: (TENSION, i, j) is the tension t_ij = (f_i − f_j)·e_ij
+# (eqs. 10, 86–91: Δ_t differences, R_t rotation, S_t selection), (MOMENT, i, a) the moment
+# component R_i[:, a]ᵀ m_i of surface contact i, a = 0, 1 tangential (S_cop T_s, eq. 8: zero
+# ⇔ the CoP is at P_i), a = 2 normal (S_n T_s, eq. 11).
+TENSION, MOMENT = 0, 1
+_AXIS_NAMES = ("x", "y")
 
 
-def _moment_row(offsets, i, axis, N) -> np.ndarray:
-    """axisᵀ m_i: a moment component in the surface frame (S_cop T_s or S_n T_s, eqs. 8, 11)."""
-    row = np.zeros(N)
-    row[offsets[i] + 3:offsets[i] + 6] = axis
-    return row
+def linkage_rows(spec, positions, rotations, offsets, N: int) -> np.ndarray:
+    """W_int (len(spec), N) of the row specs at the given anchors and surface rotations.
+
+    Raises:
+        ValueError: a tension between two contacts that share their CoP.
+    """
+    W = np.zeros((len(spec), N))
+    for row, (kind, i, j) in enumerate(spec):
+        if kind == TENSION:
+            e = positions[j] - positions[i]
+            length = np.sqrt(e @ e)
+            if length < 1e-9:
+                raise ValueError(f"contacts {i} and {j} share their CoP: no tension line "
+                                 "between them")
+            e = e / length
+            W[row, offsets[i]:offsets[i] + 3] = e
+            W[row, offsets[j]:offsets[j] + 3] = -e
+        else:
+            W[row, offsets[i] + 3:offsets[i] + 6] = rotations[i][:, j]
+    return W
+
+
+def spec_labels(spec, names) -> tuple[str, ...]:
+    """Names of the W_int rows: ``tension_<i>_<j>``, ``m_cop_<i>_x|y``, ``m_n_<i>``."""
+    out = []
+    for kind, i, j in spec:
+        if kind == TENSION:
+            out.append(f"tension_{names[i]}_{names[j]}")
+        elif j == 2:
+            out.append(f"m_n_{names[i]}")
+        else:
+            out.append(f"m_cop_{names[i]}_{_AXIS_NAMES[j]}")
+    return tuple(out)
+
+
+def eq82_spec(positions, rotations) -> tuple[tuple[int, int, int], ...]:
+    """Rows of the coplanar biped model (App. C, eq. 82): [t_12; t1ᵀm_1; t2ᵀm_1; aᵀm_2;
+    n_1ᵀm_1; n_2ᵀm_2], a the sole axis of contact 2 most perpendicular to e_12."""
+    e = positions[1] - positions[0]
+    k = 0 if abs(rotations[1][:, 0] @ e) <= abs(rotations[1][:, 1] @ e) else 1
+    return ((TENSION, 0, 1), (MOMENT, 0, 0), (MOMENT, 0, 1), (MOMENT, 1, k), (MOMENT, 0, 2),
+            (MOMENT, 1, 2))
 
 
 def _label(c: ContactAnchor, i: int) -> str:
@@ -239,14 +287,15 @@ def grasp_model(contacts, com, noncoplanar: str = "tension", biped: str = "auto"
     offsets = _offsets(contacts)
     N = sum(c.size for c in contacts)
     W_com = resultant_map(contacts, com)
-    rows: list[np.ndarray] = []
-    labels: list[str] = []
+    positions = [c.position for c in contacts]
+    rotations = [c.rotation for c in contacts]
+    names = [_label(c, i) for i, c in enumerate(contacts)]
+    spec: list[tuple[int, int, int]] = []
 
     if len(contacts) == 1:
         model = "single"
     elif len(contacts) == 2 and all(c.size == 6 for c in contacts):
         c1, c2 = contacts
-        l1, l2 = _label(c1, 0), _label(c2, 1)
         e = c2.position - c1.position
         e = e / np.linalg.norm(e)
         n1, n2 = c1.rotation[:, 2], c2.rotation[:, 2]
@@ -255,73 +304,43 @@ def grasp_model(contacts, com, noncoplanar: str = "tension", biped: str = "auto"
         choice = biped if biped != "auto" else ("eq82" if coplanar else noncoplanar)
         if choice == "eq82":  # eq. 82
             model = "eq82"
-            # Contact 2's retained tangential moment: its sole axis most perpendicular to e_12.
-            k = int(np.argmin(np.abs(c2.rotation[:, :2].T @ e)))
-            axis_names = ("x", "y")
-            rows = [_tension_row(contacts, offsets, 0, 1, N),
-                    _moment_row(offsets, 0, c1.rotation[:, 0], N),
-                    _moment_row(offsets, 0, c1.rotation[:, 1], N),
-                    _moment_row(offsets, 1, c2.rotation[:, k], N),
-                    _moment_row(offsets, 0, n1, N),
-                    _moment_row(offsets, 1, n2, N)]
-            labels = [f"tension_{l1}_{l2}", f"m_cop_{l1}_x", f"m_cop_{l1}_y",
-                      f"m_cop_{l2}_{axis_names[k]}", f"m_n_{l1}", f"m_n_{l2}"]
+            spec = list(eq82_spec(positions, rotations))
         elif choice == "eq83":
             model = "eq83"
-            rows = [_moment_row(offsets, 0, c1.rotation[:, 0], N),
-                    _moment_row(offsets, 0, c1.rotation[:, 1], N),
-                    _moment_row(offsets, 1, c2.rotation[:, 0], N),
-                    _moment_row(offsets, 1, c2.rotation[:, 1], N),
-                    _moment_row(offsets, 0, n1, N),
-                    _moment_row(offsets, 1, n2, N)]
-            labels = [f"m_cop_{l1}_x", f"m_cop_{l1}_y", f"m_cop_{l2}_x", f"m_cop_{l2}_y",
-                      f"m_n_{l1}", f"m_n_{l2}"]
+            spec = [(MOMENT, 0, 0), (MOMENT, 0, 1), (MOMENT, 1, 0), (MOMENT, 1, 1),
+                    (MOMENT, 0, 2), (MOMENT, 1, 2)]
         else:  # the paper's alternative: tension + 4 tangential + one normal moment
             model = "noncoplanar_tension"
             keep = 0 if abs(n2 @ e) >= abs(n1 @ e) else 1  # drop the normal most along e_12
-            rows = [_tension_row(contacts, offsets, 0, 1, N),
-                    _moment_row(offsets, 0, c1.rotation[:, 0], N),
-                    _moment_row(offsets, 0, c1.rotation[:, 1], N),
-                    _moment_row(offsets, 1, c2.rotation[:, 0], N),
-                    _moment_row(offsets, 1, c2.rotation[:, 1], N),
-                    _moment_row(offsets, keep, contacts[keep].rotation[:, 2], N)]
-            labels = [f"tension_{l1}_{l2}", f"m_cop_{l1}_x", f"m_cop_{l1}_y", f"m_cop_{l2}_x",
-                      f"m_cop_{l2}_y", f"m_n_{_label(contacts[keep], keep)}"]
+            spec = [(TENSION, 0, 1), (MOMENT, 0, 0), (MOMENT, 0, 1), (MOMENT, 1, 0),
+                    (MOMENT, 1, 1), (MOMENT, keep, 2)]
     else:  # general model, eqs. 10–17
         model = "general"
-        candidates: list[tuple[np.ndarray, str]] = []
+        candidates: list[tuple[int, int, int]] = []
         for i in range(len(contacts)):
             for j in range(i + 1, len(contacts)):
-                candidates.append((_tension_row(contacts, offsets, i, j, N),
-                                   f"tension_{_label(contacts[i], i)}_{_label(contacts[j], j)}"))
-        for i, c in enumerate(contacts):
-            if c.size == 6:
-                candidates.append((_moment_row(offsets, i, c.rotation[:, 0], N),
-                                   f"m_cop_{_label(c, i)}_x"))
-                candidates.append((_moment_row(offsets, i, c.rotation[:, 1], N),
-                                   f"m_cop_{_label(c, i)}_y"))
-        for i, c in enumerate(contacts):
-            if c.size == 6:
-                candidates.append((_moment_row(offsets, i, c.rotation[:, 2], N),
-                                   f"m_n_{_label(c, i)}"))
+                candidates.append((TENSION, i, j))
+        candidates += [(MOMENT, i, a) for i, c in enumerate(contacts) if c.size == 6
+                       for a in (0, 1)]
+        candidates += [(MOMENT, i, 2) for i, c in enumerate(contacts) if c.size == 6]
+        rows = linkage_rows(candidates, positions, rotations, offsets, N)
         # Greedy: keep a candidate if it is independent of W_com and of the rows kept so far.
         basis = np.linalg.qr(W_com.T)[0]  # orthonormal basis of the kept row space
-        for row, name in candidates:
-            if len(rows) == N - 6:
+        for row, cand in zip(rows, candidates, strict=True):
+            if len(spec) == N - 6:
                 break
             residual = row - basis @ (basis.T @ row)
             if np.linalg.norm(residual) > rank_tol * max(1.0, np.linalg.norm(row)):
-                rows.append(row)
-                labels.append(name)
+                spec.append(cand)
                 basis = np.column_stack([basis, residual / np.linalg.norm(residual)])
-        if len(rows) < N - 6:
+        if len(spec) < N - 6:
             raise ValueError(
                 f"degenerate contact geometry: tensions and CoP moments describe only "
-                f"{len(rows)} of the {N - 6} internal forces (e.g. ≥ 3 coplanar contacts have "
+                f"{len(spec)} of the {N - 6} internal forces (e.g. ≥ 3 coplanar contacts have "
                 "out-of-plane internal pressure modes the virtual linkage does not model)")
 
-    W_int = np.array(rows).reshape(len(rows), N)
-    return GraspModel(contacts, com, W_com, W_int, tuple(labels), model, offsets)
+    W_int = linkage_rows(spec, positions, rotations, offsets, N)
+    return GraspModel(contacts, com, W_com, W_int, spec_labels(spec, names), model, offsets)
 
 
 def tension(F_r: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> float:
@@ -345,13 +364,19 @@ def sole_wrench_at(wrench_sole: np.ndarray, oMs_rotation: np.ndarray,
 __all__ = [
     "BIPED_MODELS",
     "CONTACT_KINDS",
+    "MOMENT",
     "NONCOPLANAR_MODELS",
+    "TENSION",
     "ContactAnchor",
     "GraspModel",
+    "eq82_spec",
     "grasp_model",
+    "linkage_rows",
     "resultant_map",
     "skew",
     "sole_wrench_at",
+    "spec_labels",
+    "surface_resultant_map",
     "tension",
     "wrench_transfer",
 ]

@@ -59,6 +59,7 @@ inside the 0.2 m step width, and the legs stay bent (no knee singularity).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +68,7 @@ import pinocchio as pin
 from scipy.linalg import solve_discrete_are
 
 from biped_contact_sim.control.base import Behavior, FootTarget, Reference, check_range
+from biped_contact_sim.control.kernels import hermite
 from biped_contact_sim.errors import ConfigError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -331,6 +333,10 @@ class WalkBehavior(Behavior):
                 return (step.stance,), step
         return self.names, None
 
+    def stance_at(self, t: float) -> tuple[str, ...]:
+        """Stance feet at t (``phase``, with t clipped like ``reference``)."""
+        return self.phase(min(max(float(t), 0.0), self._t_end))[0]
+
     def feet_at(self, t: float) -> dict[str, np.ndarray]:
         """Sole-origin positions (world) of both feet at t (module docstring, step 4)."""
         return {n: self.foot_state(n, t).p for n in self.names}
@@ -383,11 +389,12 @@ class WalkBehavior(Behavior):
 
     def com_state(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """CoM position, velocity, acceleration at t (exact constant-jerk cubic)."""
-        k = int(np.clip(np.floor(t / self.params.dt), 0, len(self.times) - 1))
-        tau = t - self.times[k]
+        k = min(max(math.floor(t / self.params.dt), 0), len(self.times) - 1)
+        tau = t - k * self.params.dt
         c, dc, ddc, j = self.com[k], self.com_vel[k], self.com_acc[k], self._jerk[k]
-        return (c + dc * tau + ddc * tau ** 2 / 2 + j * tau ** 3 / 6,
-                dc + ddc * tau + j * tau ** 2 / 2, ddc + j * tau)
+        t2 = tau * tau / 2
+        return (c + dc * tau + ddc * t2 + j * (t2 * tau / 3), dc + ddc * tau + j * t2,
+                ddc + j * tau)
 
     def cart_table_zmp(self) -> np.ndarray:
         """ZMP of the planned CoM by the cart-table model, p = c − z_c c̈/g, on the grid."""
@@ -397,7 +404,7 @@ class WalkBehavior(Behavior):
     def swing_target(self, step: Footstep, t: float) -> FootTarget:
         """Swing sole-origin position, velocity, acceleration at t ∈ [t_lift, t_land]."""
         T = step.t_land - step.t_lift
-        sigma = float(np.clip((t - step.t_lift) / T, 0.0, 1.0))
+        sigma = min(max((t - step.t_lift) / T, 0.0), 1.0)
         s, ds, dds = quintic(sigma)
         b, db, ddb = bump(sigma)
         d = step.target - step.start
@@ -488,6 +495,11 @@ class WalkBehavior(Behavior):
             self.q_ref[k], self.v_ref[k] = q, v
             self.a_ref[k] = np.linalg.solve(J, xdd - drift)
         self.ik_residual = worst
+        # joint columns, contiguous, for ``reference`` (no fancy indexing per control step)
+        self._q_j = np.ascontiguousarray(self.q_ref[:, robot.q_idx])
+        self._v_j = np.ascontiguousarray(self.v_ref[:, robot.v_idx])
+        self._a_j = np.ascontiguousarray(self.a_ref[:, robot.v_idx])
+        self._t_end = float(self.times[-1])
 
     def _leg_joints(self, body) -> set[str]:
         model = self.robot.model
@@ -496,20 +508,14 @@ class WalkBehavior(Behavior):
     # ------------------------------------------------------------------ reference
     def reference(self, t: float) -> Reference:
         """CoM, swing foot, CoP and joint references at t (module docstring)."""
-        robot, p = self.robot, self.params
-        t = float(np.clip(t, 0.0, self.times[-1]))
+        p = self.params
+        t = min(max(float(t), 0.0), self._t_end)
         stance, step = self.phase(t)
         com, dcom, ddcom = self.com_state(t)
-        k = min(int(np.floor(t / p.dt)), len(self.times) - 2)
-        tau = (t - self.times[k]) / p.dt
-        qi, vi = self.q_ref[[k, k + 1]][:, robot.q_idx], self.v_ref[[k, k + 1]][:, robot.v_idx]
-        h00, h10 = 2 * tau ** 3 - 3 * tau ** 2 + 1, tau ** 3 - 2 * tau ** 2 + tau
-        h01, h11 = -2 * tau ** 3 + 3 * tau ** 2, tau ** 3 - tau ** 2
-        q_j = h00 * qi[0] + h10 * p.dt * vi[0] + h01 * qi[1] + h11 * p.dt * vi[1]
-        v_j = ((6 * tau ** 2 - 6 * tau) * (qi[0] - qi[1]) / p.dt
-               + (3 * tau ** 2 - 4 * tau + 1) * vi[0] + (3 * tau ** 2 - 2 * tau) * vi[1])
-        ai = self.a_ref[[k, k + 1]][:, robot.v_idx]
-        a_j = (1 - tau) * ai[0] + tau * ai[1]
+        k = min(math.floor(t / p.dt), len(self.times) - 2)
+        n = self.robot.n_joints
+        q_j, v_j, a_j = np.empty(n), np.empty(n), np.empty(n)
+        hermite(self._q_j, self._v_j, self._a_j, k, (t - k * p.dt) / p.dt, p.dt, q_j, v_j, a_j)
         feet = {} if step is None else {step.swing: self.swing_target(step, t)}
         cop = {n: self.sole_centre[n][:2].copy() for n in stance}
         return Reference(stance=stance, com=com, com_vel=dcom, com_acc=ddcom, feet=feet,

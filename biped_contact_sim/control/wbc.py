@@ -64,14 +64,23 @@ stable iff |kp_int| < 1 and 0 ≤ ki_int dt, 2 kp_int + ki_int dt < 2.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 import numpy as np
 import pinocchio as pin
 
-from biped_contact_sim.control.base import Controller, ControlOutput, Measurement, Reference
+from biped_contact_sim.control.base import Controller, ControlOutput, Measurement
 from biped_contact_sim.control.ctc import reference_load_shares
-from biped_contact_sim.control.grasp import ContactAnchor, grasp_model, skew, sole_wrench_at
+from biped_contact_sim.control.grasp import ContactAnchor, eq82_spec, grasp_model, spec_labels
+from biped_contact_sim.control.kernels import (
+    linkage,
+    point_rows,
+    prioritized,
+    surface_resultant,
+    wrenches_at,
+)
+from biped_contact_sim.control.linalg import cholesky, pinv_psd, psd_factor, psd_whitening, solve
 from biped_contact_sim.errors import ConfigError, InputError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -155,18 +164,12 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                      a[0] * b[1] - a[1] * b[0]])
 
 
-def _pinv_psd(X: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray]:
-    """Pseudo-inverse of a symmetric PSD matrix and the orthonormal basis of its range."""
-    if X.shape == (1, 1):  # 1-D tasks: no eigendecomposition
-        x = X[0, 0]
-        return (np.array([[1.0 / x]]), np.ones((1, 1))) if x > 0 else (np.zeros((1, 1)),
-                                                                        np.zeros((1, 0)))
-    X = 0.5 * (X + X.T)
-    w, V = np.linalg.eigh(X)
-    top = w[-1] if w.size else 0.0
-    keep = w > rcond * max(top, 1e-300)
-    Vk = V[:, keep]
-    return (Vk / w[keep]) @ Vk.T, Vk
+def index_of(idx: np.ndarray) -> slice | np.ndarray:
+    """A slice for a contiguous ascending index array (a view, no copy), else the array."""
+    idx = np.asarray(idx, dtype=int)
+    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx
 
 
 class WholeBodyController(Controller):
@@ -205,11 +208,14 @@ class WholeBodyController(Controller):
         self._sole_centre = {b.name: 0.5 * (b.offsets.min(axis=0) + b.offsets.max(axis=0))
                              for b in robot.contact_bodies}
         self._zero_v = np.zeros(robot.nv)
-        self._eye_n = np.eye(robot.n_joints)
+        self._vi = index_of(robot.v_idx)
+        self._qi = index_of(robot.q_idx)
         self._base_frame = robot.model.getFrameId(robot.base_link)
         self._R_base_ref = np.eye(3)
-        self._lower = np.tril_indices(robot.nv, -1)
         self._g = float(np.linalg.norm(robot.model.gravity.linear))
+        self._stances: dict[tuple[str, ...], tuple] = {}  # reference stance → sorted, bodies
+        self._layouts: dict[tuple, tuple] = {}
+        self._J6, self._drift6 = np.empty((6, robot.nv)), np.empty(6)
         self.reset()
 
     def reset(self) -> None:
@@ -224,25 +230,40 @@ class WholeBodyController(Controller):
                               + ", ".join(self._bodies))
         return self._bodies[name]
 
-    def _anchor(self, ref: Reference, foot: str) -> np.ndarray:
-        """Commanded CoP of a stance foot in its sole frame (x, y, 0)."""
-        cop = ref.cop.get(foot)
-        if cop is None:
-            return self._sole_centre[foot].copy()
-        return np.array([cop[0], cop[1], 0.0])
+    def _stance_of(self, names) -> tuple:
+        """(stance names in ``robot.contact_bodies`` order, their bodies), cached per stance."""
+        key = tuple(names)
+        hit = self._stances.get(key)
+        if hit is None:
+            bodies = [self._body(name) for name in key]
+            bodies.sort(key=lambda b: self._order[b.name])
+            hit = (tuple(b.name for b in bodies), tuple(bodies))
+            self._stances[key] = hit
+        return hit
 
-    def _point_jacobian(self, frame_id: int, r: np.ndarray):
-        """6-D Jacobian and drift of a point at world offset r from a frame (same axes)."""
+    def _frame_rows(self, frame_id: int, v: np.ndarray, r: np.ndarray, J_out: np.ndarray,
+                    drift_out: np.ndarray) -> None:
+        """6-D Jacobian and drift of the point at world offset r from a frame's origin (same
+        axes), into ``J_out`` (6, nv) and ``drift_out`` (6,) (``kernels.point_rows``)."""
         model, data = self.robot.model, self.data
-        J = pin.getFrameJacobian(model, data, frame_id, LWA)
-        acc = pin.getFrameClassicalAcceleration(model, data, frame_id, LWA)
-        vel = pin.getFrameVelocity(model, data, frame_id, LWA)
-        Jp = J.copy()
-        Jp[:3] -= skew(r) @ J[3:]
-        w, alpha = vel.angular, acc.angular
-        drift = np.concatenate([acc.linear + _cross(alpha, r) + _cross(w, _cross(w, r)),
-                                alpha])
-        return Jp, drift
+        point_rows(pin.getFrameJacobian(model, data, frame_id, LWA),
+                   pin.getFrameClassicalAcceleration(model, data, frame_id, LWA).vector,
+                   v, r, J_out, drift_out)
+
+    def _eq82_layout(self, stance, anchors, rotations) -> tuple[np.ndarray, tuple[str, ...]]:
+        """(eq. 82 row specs as an int array for ``kernels.linkage``, row labels), cached per
+        stance and retained axis (``grasp.eq82_spec``)."""
+        e = anchors[1] - anchors[0]
+        R2 = rotations[1]
+        k = 0 if abs(R2[0, 0] * e[0] + R2[1, 0] * e[1] + R2[2, 0] * e[2]) \
+            <= abs(R2[0, 1] * e[0] + R2[1, 1] * e[1] + R2[2, 1] * e[2]) else 1
+        key = (stance, k)
+        hit = self._layouts.get(key)
+        if hit is None:
+            spec = eq82_spec(anchors, rotations)
+            hit = self._layouts[key] = (np.array(spec, dtype=np.int64).reshape(-1, 3),
+                                        spec_labels(spec, stance))
+        return hit
 
     # ------------------------------------------------------------------ control step
     def compute(self, meas: Measurement) -> ControlOutput:
@@ -253,74 +274,170 @@ class WholeBodyController(Controller):
             ConfigError: the reference names an unknown foot.
         """
         robot, model, data, s = self.robot, self.robot.model, self.data, self.settings
-        q = np.asarray(meas.q, float)
-        v = np.asarray(meas.v, float)
+        q, v = meas.q, meas.v
+        if not isinstance(q, np.ndarray) or q.dtype != float:
+            q = np.asarray(q, float)
+        if not isinstance(v, np.ndarray) or v.dtype != float:
+            v = np.asarray(v, float)
         if q.shape != (robot.nq,) or v.shape != (robot.nv,):
             raise InputError(f"measurement: q must have length {robot.nq} and v {robot.nv}; "
                              f"got {q.shape} and {v.shape}")
         ref = self.behavior.reference(meas.t)
-        stance = tuple(sorted(ref.stance, key=lambda n: self._order.get(n, -1)))
-        bodies = [self._body(name) for name in stance]
-        vi = robot.v_idx
+        stance, bodies = self._stance_of(ref.stance)
+        measured, cops = self._measured(meas, stance)
         n = robot.n_joints
+        for x in (ref.q_joints, ref.v_joints, ref.a_joints):
+            if x is not None and np.shape(x) != (n,):
+                raise InputError(f"joint references must have length {n}")
+        vi = self._vi
+        nv, n_s = robot.nv, len(bodies)
+        rcond = s.rcond
+        fallbacks = 0
+        dot = np.dot
 
-        # Robot terms: A, A⁻¹, h (= b + g), CoM and its Jacobian/drift, frame kinematics.
-        M = pin.crba(model, data, q)
-        M[self._lower] = M.T[self._lower]
+        # Robot terms: A⁻¹ (pinocchio's sparse Cholesky of CRBA's A), h = b + g, frame
+        # kinematics with v̇ = 0 (classical accelerations = drifts J̇ v), CoM, its Jacobian
+        # and drift.
+        pin.crba(model, data, q)
         pin.cholesky.decompose(model, data)
         Minv = pin.cholesky.computeMinv(model, data)
         h = pin.nonLinearEffects(model, data, q, v).copy()
-        J_com = pin.jacobianCenterOfMass(model, data, q, False).copy()
         pin.computeJointJacobians(model, data, q)
-        pin.centerOfMass(model, data, q, v, self._zero_v)  # FK with a = 0: drifts J̇ v
+        pin.forwardKinematics(model, data, q, v, self._zero_v)
         pin.updateFramePlacements(model, data)
-        com, com_vel, com_drift = data.com[0].copy(), data.vcom[0].copy(), data.acom[0].copy()
+        J_com = pin.jacobianCenterOfMass(model, data, False)
+        com = pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False).copy()
+        com_vel, com_drift = data.vcom[0].copy(), data.acom[0]
 
         # 1. Support Jacobian at the commanded CoPs (eq. 18) and its drift.
-        anchors, sole_poses, Js_rows, gs_rows = [], [], [], []
-        for body in bodies:
+        anchors = np.empty((n_s, 3))
+        origins = np.empty((n_s, 3))
+        rotations = np.empty((n_s, 3, 3))
+        J_s = np.empty((6 * n_s, nv))
+        gamma_s = np.empty(6 * n_s)
+        for k, body in enumerate(bodies):
             oMs = data.oMf[body.frame_id]
-            P = oMs.translation + oMs.rotation @ self._anchor(ref, body.name)
-            Jp, drift = self._point_jacobian(body.frame_id, P - oMs.translation)
-            anchors.append(P)
-            sole_poses.append((oMs.rotation.copy(), oMs.translation.copy()))
-            Js_rows.append(Jp)
-            gs_rows.append(drift)
+            R = rotations[k] = oMs.rotation
+            origins[k] = oMs.translation
+            cop = ref.cop.get(body.name)
+            r = dot(R, self._sole_centre[body.name] if cop is None
+                    else np.array([cop[0], cop[1], 0.0]))
+            anchors[k] = origins[k] + r
+            self._frame_rows(body.frame_id, v, r, J_s[6 * k:6 * k + 6], gamma_s[6 * k:6 * k + 6])
 
-        # 2. Constrained dynamics (eqs. 20–26).
-        if bodies:
-            J_s = np.vstack(Js_rows)
-            gamma_s = np.concatenate(gs_rows)
-            MJt = Minv @ J_s.T
-            Lambda_s = np.linalg.inv(J_s @ MJt)
-            Jbar_s = MJt @ Lambda_s  # eq. 21
-            Minv_St = Minv[:, vi]
-            B = Minv_St - Jbar_s @ (J_s @ Minv_St)  # N_s A⁻¹ Uᵀ
-            a0 = -(Minv @ h - Jbar_s @ (J_s @ (Minv @ h))) - Jbar_s @ gamma_s
-            f0 = Jbar_s.T @ h - Lambda_s @ gamma_s  # f at Γ = 0 (eq. 20, our sign)
+        # 2. Constrained dynamics (eqs. 20–26). Λ_s⁻¹ = J_s A⁻¹ J_sᵀ is positive definite
+        # for a full-row-rank J_s (independent contacts): Cholesky; else the pseudo-inverse.
+        Mh = dot(Minv, h)
+        D = f0 = None
+        if n_s:
+            MJt = dot(Minv, J_s.T)
+            Ls_inv = dot(J_s, MJt)
+            C = cholesky(Ls_inv, rcond)
+            if C is not None:
+                JbarT = solve(C, MJt.T)  # J̄_sᵀ = Λ_s J_s A⁻¹ (eq. 21)
+                Lg = solve(C, gamma_s)
+            else:
+                fallbacks += 1
+                Lam_s = pinv_psd(Ls_inv, rcond)[0]
+                JbarT = dot(Lam_s, MJt.T)
+                Lg = dot(Lam_s, gamma_s)
+            D = JbarT[:, vi]  # J̄_sᵀ Uᵀ: f = f0 − D Γ (eq. 20)
+            B = Minv[:, vi] - dot(JbarT.T, MJt[vi].T)  # N_s A⁻¹ Uᵀ (J_s A⁻¹ Uᵀ = (U A⁻¹ J_sᵀ)ᵀ)
+            a0 = dot(JbarT.T, dot(J_s, Mh) - gamma_s) - Mh  # −N_s A⁻¹ h − J̄_s γ_s
+            f0 = dot(JbarT, h) - Lg  # f at Γ = 0 (eq. 20, our sign)
         else:
             B = Minv[:, vi]
-            a0 = -Minv @ h
-        Phi = B[vi, :]  # Φ* = U N_s A⁻¹ (U N_s)ᵀ
-        Phi_pinv, range_basis = _pinv_psd(Phi, s.rcond)
+            a0 = -Mh
+        # Φ* = U N_s A⁻¹ (U N_s)ᵀ is positive semi-definite: rank n − 6(n_s − 1) with n_s ≥ 2
+        # surface contacts, its null space the torques that only change internal forces
+        # (eqs. 32–34). Pivoted Cholesky Φ* = G Gᵀ and T = G (GᵀG)⁻¹ give Φ*⁺ = T Tᵀ.
+        Phi = B[vi]
+        G = psd_factor(Phi, rcond)
+        T = psd_whitening(G, rcond)
+        if T is None:
+            fallbacks += 1
+            w, V = np.linalg.eigh(0.5 * (Phi + Phi.T))
+            keep = w > rcond * max(w[-1], 1e-300)
+            G = V[:, keep] * np.sqrt(w[keep])
+            T = V[:, keep] / np.sqrt(w[keep])
+        BT = dot(B, T)  # (nv, r): task k's Ĵ_k = J_k N_s A⁻¹ Uᵀ T = J_k BT
 
-        # Double support: virtual-linkage model at the commanded CoPs (App. C, eq. 82).
-        grasp = None
-        if len(bodies) >= 2:
+        # Virtual-linkage model at the commanded CoPs (App. C eq. 82 for two feet, eqs. 12–17
+        # otherwise).
+        W_com = W_int = labels = None
+        grasp_name = None
+        if n_s == 2:
+            W_com = np.empty((6, 12))
+            surface_resultant(anchors, com, W_com)
+            spec_arr, labels = self._eq82_layout(stance, anchors, rotations)
+            W_int = np.empty((6, 12))
+            if not linkage(spec_arr, anchors, rotations, _OFFSETS2, W_int):
+                raise InputError("the two commanded CoPs coincide: no tension line")
+            grasp_name = "eq82"
+        elif n_s > 2:
             grasp = grasp_model([ContactAnchor(P, R, "6d", b.name)
-                                 for P, (R, _), b in zip(anchors, sole_poses, bodies,
-                                                         strict=True)], com,
-                                biped="eq82")
-        D = Jbar_s[vi, :].T if bodies else None  # J̄_sᵀ Uᵀ: f = f0 − D Γ (eq. 20)
+                                 for P, R, b in zip(anchors, rotations, bodies, strict=True)],
+                                com)
+            W_com, W_int, labels, grasp_name = grasp.W_com, grasp.W_int, grasp.labels, grasp.model
 
-        # 3. Prioritized tasks (eqs. 27–31), each as ẍ_k = Φ_k Γ + c_k, Φ_k = J_k N_s A⁻¹ Uᵀ.
-        tasks = []
+        # 3. Prioritized tasks (eqs. 27–31), each ẍ_k = Φ_k Γ + c_k, in the whitened
+        # coordinates y of Γ = T y: ẍ_k = Ĵ_k y + c_k (``control.linalg.prioritized``). The
+        # operational tasks are stacked as rows J_k of J_up (nv columns), Ĵ_k = J_k BT and
+        # c_k = J_k v̇₀ + γ_k; the angular-momentum row is not a J_k-task and comes apart.
+        feet = [(f, t) for f, t in ref.feet.items() if f not in stance]
+        am = grasp_name == "eq82"
+        sizes = ([3] if ref.com is not None else []) + ([1] if am else []) \
+            + [6] * len(feet) + ([3] if s.kp_base > 0 else [])
+        m_up = sum(sizes)
+        J_up = np.empty((m_up, nv))
+        e_up = np.empty(m_up)  # ẍ_des − J̇ v, then − J_k v̇₀
+        i = 0
         if ref.com is not None:
-            c_vel = np.zeros(3) if ref.com_vel is None else np.asarray(ref.com_vel, float)
-            c_acc = np.zeros(3) if ref.com_acc is None else np.asarray(ref.com_acc, float)
-            a_des = c_acc + s.kd_com * (c_vel - com_vel) + s.kp_com * (ref.com - com)
-            tasks.append((J_com @ B, J_com @ a0 + com_drift, a_des))
-        if grasp is not None and grasp.model == "eq82":
+            a_des = e_up[0:3]
+            np.subtract(ref.com, com, out=a_des)
+            a_des *= s.kp_com
+            if ref.com_vel is not None:
+                a_des += s.kd_com * (ref.com_vel - com_vel)
+            else:
+                a_des -= s.kd_com * com_vel
+            if ref.com_acc is not None:
+                a_des += ref.com_acc
+            a_des -= com_drift
+            J_up[0:3] = J_com
+            i = 3
+        i_am = i
+        if am:
+            i += 1  # filled below, after Ĵ of the J_k-tasks
+        for foot, target in feet:
+            body = self._body(foot)
+            oMs = data.oMf[body.frame_id]
+            drift = np.empty(6)
+            self._frame_rows(body.frame_id, v, _ZERO3, J_up[i:i + 6], drift)
+            w = pin.getFrameVelocity(model, data, body.frame_id, LWA).vector
+            R_ref = pin.rpy.rpyToMatrix(0.0, 0.0, float(target.yaw))
+            e_rot = pin.log3(dot(R_ref, oMs.rotation.T))
+            e_up[i:i + 3] = target.a + s.kd_foot * (target.v - w[:3]) + s.kp_foot * (
+                target.p - oMs.translation)
+            e_up[i + 3:i + 6] = s.kp_foot * e_rot - s.kd_foot * w[3:]
+            e_up[i:i + 6] -= drift
+            i += 6
+        if s.kp_base > 0:
+            # Base (pelvis) orientation held at q0's (posture part of eq. 31): keeps the joint
+            # posture task, which cannot be met exactly in support, from pitching the body.
+            base_id = self._base_frame
+            if n_s:  # heading: the mean of the stance soles' x axes
+                x_axis = rotations[:, :, 0].sum(axis=0).tolist()
+                self._R_base_ref = pin.rpy.rpyToMatrix(0.0, 0.0, math.atan2(x_axis[1],
+                                                                             x_axis[0]))
+            J_up[i:i + 3] = pin.getFrameJacobian(model, data, base_id, LWA)[3:]
+            alpha_b = pin.getFrameClassicalAcceleration(model, data, base_id, LWA).angular
+            wb = pin.getFrameVelocity(model, data, base_id, LWA).angular
+            e_up[i:i + 3] = s.kp_base * pin.log3(dot(self._R_base_ref,
+                                                     data.oMf[base_id].rotation.T)) \
+                - s.kd_base * wb - alpha_b
+        Jh_up = dot(J_up, BT)
+        e_up -= dot(J_up, a0)
+        if am:
             # Angular momentum about the CoP line (App. B, eqs. 68–74). With coplanar feet the
             # four CoP coordinates can sit at their anchors only if the ZMP is on the line
             # P_1P_2, i.e. if the ground moment about that line vanishes; by the centroidal
@@ -331,147 +448,138 @@ class WholeBodyController(Controller):
             #     e_12·L̇_G = e_12·W_com[3:] f = −kd_am e_12·L_G      (L̇_G from eq. 12),
             # which keeps the motion reversible and the dependent CoP coordinate at its anchor
             # up to (z_G m c̈ + kd_am L)·e_12 / f_z. Priority: right after the CoM.
-            e12 = anchors[1] - anchors[0]
-            e12 /= np.linalg.norm(e12)
-            w_am = e12 @ grasp.W_com[3:]
+            e12 = W_int[0, :3]  # (P_2 − P_1)/‖P_2 − P_1‖, the tension row
+            w_am = dot(e12, W_com[3:])
             L_G = pin.computeCentroidalMomentum(model, data).angular
-            tasks.append(((-w_am @ D)[None, :], np.array([w_am @ f0]),
-                          np.array([-s.kd_am * (e12 @ L_G)])))
-        for foot, target in ref.feet.items():
-            if foot in stance:
-                continue
-            body = self._body(foot)
-            oMs = data.oMf[body.frame_id]
-            Jf, drift = self._point_jacobian(body.frame_id, np.zeros(3))
-            w = pin.getFrameVelocity(model, data, body.frame_id, LWA)
-            R_ref = pin.rpy.rpyToMatrix(0.0, 0.0, float(target.yaw))
-            e_rot = pin.log3(R_ref @ oMs.rotation.T)
-            a_des = np.concatenate([
-                target.a + s.kd_foot * (target.v - w.linear) + s.kp_foot * (target.p
-                                                                           - oMs.translation),
-                -s.kd_foot * w.angular + s.kp_foot * e_rot])
-            tasks.append((Jf @ B, Jf @ a0 + drift, a_des))
-        if s.kp_base > 0:
-            # Base (pelvis) orientation held at q0's (posture part of eq. 31): keeps the joint
-            # posture task, which cannot be met exactly in support, from pitching the body.
-            base_id = self._base_frame
-            if bodies:  # heading: the mean of the stance soles' x axes
-                x_axis = sum(data.oMf[b.frame_id].rotation[:, 0] for b in bodies)
-                self._R_base_ref = pin.rpy.rpyToMatrix(0.0, 0.0, np.arctan2(x_axis[1],
-                                                                             x_axis[0]))
-            oMb = data.oMf[base_id]
-            Jb, drift_b = self._point_jacobian(base_id, np.zeros(3))
-            wb = pin.getFrameVelocity(model, data, base_id, LWA).angular
-            a_des = s.kp_base * pin.log3(self._R_base_ref @ oMb.rotation.T) - s.kd_base * wb
-            tasks.append((Jb[3:] @ B, Jb[3:] @ a0 + drift_b[3:], a_des))
-        qj, vj = q[robot.q_idx], v[vi]
-        q_ref = qj if ref.q_joints is None else np.asarray(ref.q_joints, float)
-        v_ref = np.zeros(n) if ref.v_joints is None else np.asarray(ref.v_joints, float)
-        a_ref = np.zeros(n) if ref.a_joints is None else np.asarray(ref.a_joints, float)
-        if q_ref.shape != (n,) or v_ref.shape != (n,) or a_ref.shape != (n,):
-            raise InputError(f"joint references must have length {n}")
-        a_post = a_ref + s.kd_posture * (v_ref - vj) + s.kp_posture * (q_ref - qj)
-        tasks.append((Phi, a0[vi], a_post))  # posture: J = U
-
-        tau, N_prec = np.zeros(n), self._eye_n
-        for k, (Phi_k, c_k, a_k) in enumerate(tasks):  # one level of eqs. 30–31 each
-            Jp = Phi_k @ Phi_pinv @ N_prec  # J*_{k|prec}, J*_k = Φ_k Φ*⁺ (eq. 29)
-            PhiJt = Phi @ Jp.T
-            Lam_p, _ = _pinv_psd(Jp @ PhiJt, s.rcond)
-            tau = tau + Jp.T @ (Lam_p @ (a_k - c_k - Phi_k @ tau))
-            if k < len(tasks) - 1:
-                N_prec = N_prec - PhiJt @ (Lam_p @ Jp)
+            Jh_up[i_am] = -dot(dot(w_am, D), T)
+            e_up[i_am] = -s.kd_am * dot(e12, L_G) - dot(w_am, f0)
+        qj, vj = q[self._qi], v[vi]
+        e_post = -s.kd_posture * vj
+        if ref.q_joints is not None:
+            e_post += s.kp_posture * (ref.q_joints - qj)
+        if ref.v_joints is not None:
+            e_post += s.kd_posture * ref.v_joints
+        if ref.a_joints is not None:
+            e_post += ref.a_joints
+        e_post -= a0[vi]
+        # posture: J = U, Ĵ = Φ* T = G
+        y, levels = prioritized(Jh_up, e_up, np.array(sizes, dtype=np.int64), G, e_post, rcond)
+        fallbacks += levels
+        tau = dot(T, y)
 
         # 4. Internal forces (eqs. 32–43) and the measured contact state.
         info: dict = {}
         f_int_ref = f_int_meas = f_int_cmd = None
-        F_meas = None
-        if grasp is not None:
-            W_int = grasp.W_int
+        if W_int is not None:
             m_int = W_int.shape[0]
-            f_int_ref = np.zeros(m_int) if ref.internal is None else np.asarray(ref.internal,
-                                                                                float)
-            if f_int_ref.shape != (m_int,):
-                raise InputError(f"internal-force reference has shape {f_int_ref.shape}; the "
-                                 f"{grasp.model} model has {m_int} rows: {', '.join(grasp.labels)}")
-            contact_ok = True
-            rows = []
-            for P, (R, o), b in zip(anchors, sole_poses, bodies, strict=True):
-                w = meas.wrenches.get(b.name)
-                if w is None or w[2] < s.min_normal_force:
-                    contact_ok = False
-                    break
-                rows.append(sole_wrench_at(np.asarray(w, float), R, o, P))
+            if ref.internal is None:
+                f_int_ref = np.zeros(m_int)
+            else:
+                f_int_ref = np.array(ref.internal, float)
+                if f_int_ref.shape != (m_int,):
+                    raise InputError(f"internal-force reference has shape {f_int_ref.shape}; "
+                                     f"the {grasp_name} model has {m_int} rows: "
+                                     + ", ".join(labels))
+            contact_ok = measured is not None
             if contact_ok:
-                F_meas = np.concatenate(rows)
-                f_int_meas = W_int @ F_meas
+                F_meas = np.empty(6 * n_s)
+                wrenches_at(measured, rotations, origins, anchors, F_meas)
+                f_int_meas = dot(W_int, F_meas)
             if self._stance != stance or self._integral is None \
                     or self._integral.shape != (m_int,) or not contact_ok:
                 self._integral = np.zeros(m_int)  # anti-windup: reset when a contact is lost
             alpha = None
-            if s.load_share and len(bodies) == 2:
-                centres = [data.oMf[b.frame_id].act(self._sole_centre[b.name]) for b in bodies]
+            if s.load_share and n_s == 2:
+                centres = [origins[k] + dot(rotations[k], self._sole_centre[b.name])
+                           for k, b in enumerate(bodies)]
                 alpha = reference_load_shares(ref, stance, centres, self._g)
+            f_task = f0 - dot(D, tau)  # contact wrenches the tasks command (eq. 20)
             if alpha is not None:
-                e12 = anchors[1] - anchors[0]
-                e12 /= np.linalg.norm(e12)
-                F_net = grasp.W_com[:3] @ (f0 - D @ tau)  # Σ f_k the tasks command (eq. 20)
-                f_int_ref = f_int_ref.copy()
-                f_int_ref[0] += (alpha[0] - alpha[1]) * (F_net @ e12)
+                # F·e_12 with F = Σ f_k: the tension row W_int[0] is e_12 on f_1, −e_12 on f_2
+                F_e12 = dot(W_int[0, :3], f_task[:3] + f_task[6:9])
+                f_int_ref[0] += (alpha[0] - alpha[1]) * F_e12
             info["load_share"] = alpha
             f_int_cmd = f_int_ref.copy()
             if contact_ok and (s.kp_int > 0 or s.ki_int > 0):
                 e = f_int_ref - f_int_meas
-                self._integral = np.clip(self._integral + s.ki_int * self.dt * e,
-                                         -s.int_limit, s.int_limit)
+                self._integral += s.ki_int * self.dt * e
+                np.clip(self._integral, -s.int_limit, s.int_limit, out=self._integral)
                 f_int_cmd += s.kp_int * e + self._integral
             if s.internal_forces:
-                L_star = self._eye_n - range_basis @ range_basis.T  # eq. 33
-                J_il_T = -W_int @ D @ L_star  # eq. 39 (our sign)
-                F_tp = W_int @ (f0 - D @ tau)  # F_int,{t,p} − μ_i − p_i (eqs. 40–41)
-                tau = tau + L_star @ (np.linalg.pinv(J_il_T, rcond=1e-10) @ (f_int_cmd - F_tp))
+                # Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p}) (eq. 42) with
+                # J*ᵀ_{i|l} = −A L*, A = W_int J̄_sᵀ Uᵀ (eq. 39, our sign), L* = I − G Tᵀ the
+                # orthogonal projector on the null space of Φ* (eq. 33). A L* has full row
+                # rank when every internal force is controllable, so the pseudo-inverse is
+                # −L* Aᵀ (A L* Aᵀ)⁻¹, a Cholesky solve.
+                A_i = dot(W_int, D)
+                AL = A_i - dot(dot(A_i, G), T.T)
+                rhs = f_int_cmd - dot(W_int, f_task)  # F_int,{t,p} − μ_i − p_i (eqs. 40–41)
+                C = cholesky(dot(AL, A_i.T), 1e-10)
+                if C is not None:
+                    tau -= dot(AL.T, solve(C, rhs))
+                else:  # an uncontrollable internal force: the SVD pseudo-inverse
+                    fallbacks += 1
+                    tau -= dot(np.linalg.pinv(AL, rcond=1e-10), rhs)
         else:
             self._integral = None
         self._stance = stance
 
         # 5. Saturation and diagnostics.
-        tau_cmd = np.clip(tau, -robot.effort_limit, robot.effort_limit)
+        limit = robot.effort_limit
+        tau_cmd = np.minimum(np.maximum(tau, -limit), limit)
         info["com"] = com
         info["com_vel"] = com_vel
-        info["com_ref"] = None if ref.com is None else np.asarray(ref.com, float).copy()
-        info["com_error"] = float("nan") if ref.com is None else float(
-            np.linalg.norm(ref.com - com))
-        info["saturated"] = int(np.count_nonzero(np.abs(tau) > robot.effort_limit))
+        if ref.com is None:
+            info["com_ref"], info["com_error"] = None, float("nan")
+        else:
+            info["com_ref"] = np.array(ref.com, float)
+            d = info["com_ref"] - com
+            info["com_error"] = float(np.sqrt(dot(d, d)))
+        info["saturated"] = int(np.count_nonzero(tau != tau_cmd))
+        info["fallbacks"] = fallbacks
         info["stance"] = stance
-        info["cop_refs"] = np.array(anchors) if anchors else np.zeros((0, 3))
-        if bodies:
-            f_pred = f0 - Jbar_s[vi, :].T @ tau_cmd  # eq. 20 at the applied torques
+        info["cop_refs"] = anchors
+        if n_s:
+            f_pred = f0 - dot(D, tau_cmd)  # eq. 20 at the applied torques
             info["wrenches_pred"] = f_pred
-            com_wrench = np.zeros((6, 6 * len(bodies)))
-            for k, P in enumerate(anchors):
-                com_wrench[:3, 6 * k:6 * k + 3] = np.eye(3)
-                com_wrench[3:, 6 * k:6 * k + 3] = skew(P - com)
-                com_wrench[3:, 6 * k + 3:6 * k + 6] = np.eye(3)
-            info["f_com_pred"] = com_wrench @ f_pred
-        cops = np.full((len(bodies), 3), np.nan)
-        for k, b in enumerate(bodies):
-            w = meas.wrenches.get(b.name)
-            if w is not None and w[2] >= s.min_normal_force:
-                R, o = sole_poses[k]
-                cops[k] = o + R @ np.array([-w[4] / w[2], w[3] / w[2], 0.0])
+            if W_com is None:
+                W_com = np.empty((6, 6 * n_s))
+                surface_resultant(anchors, com, W_com)
+            info["f_com_pred"] = dot(W_com, f_pred)
+        for k in range(n_s):  # measured CoPs (sole frame → world)
+            if cops[k, 2] == 0.0:
+                cops[k] = origins[k] + dot(rotations[k], cops[k])
         info["cops"] = cops
-        if grasp is not None:
+        if W_int is not None:
             info["f_int_ref"] = f_int_ref
             info["f_int_cmd"] = f_int_cmd
-            info["f_int_pred"] = grasp.W_int @ info["wrenches_pred"]
-            info["f_int"] = f_int_meas if f_int_meas is not None else np.full(len(f_int_ref),
-                                                                              np.nan)
-            info["f_int_labels"] = grasp.labels
+            info["f_int_pred"] = dot(W_int, f_pred)
+            info["f_int"] = f_int_meas if f_int_meas is not None else np.full(m_int, np.nan)
+            info["f_int_labels"] = labels
             info["int_integral"] = self._integral.copy()
-            if grasp.model == "eq82":
+            if grasp_name == "eq82":
                 info["tension_ref"] = float(f_int_ref[0])
                 info["tension"] = float(info["f_int"][0])
         return ControlOutput(tau_cmd, info)
 
+    def _measured(self, meas: Measurement, stance) -> tuple[np.ndarray | None, np.ndarray]:
+        """Measured sole wrenches of the stance bodies, (n_s, 6), or None if one is missing or
+        carries less than ``min_normal_force``; and their CoPs in the sole frames
+        (−τ_y/f_z, τ_x/f_z, 0) (Sentis eqs. 6–7), NaN where unloaded."""
+        out = np.empty((len(stance), 6))
+        cops = np.full((len(stance), 3), np.nan)
+        ok = True
+        for k, name in enumerate(stance):
+            w = meas.wrenches.get(name)
+            if w is None or w[2] < self.settings.min_normal_force:
+                ok = False
+                continue
+            out[k] = w
+            cops[k] = (-w[4] / w[2], w[3] / w[2], 0.0)
+        return (out if ok else None), cops
+
+
+_ZERO3 = np.zeros(3)
+_OFFSETS2 = np.array([0, 6], dtype=np.int64)
 
 __all__ = ["WBCSettings", "WholeBodyController"]

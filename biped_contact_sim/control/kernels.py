@@ -1,0 +1,241 @@
+"""Compiled loops of the control layer's per-step work (numba ``@njit(cache=True)``).
+
+Each kernel fills a preallocated output from pinocchio's frame quantities; written in numpy
+each is 10–30 calls on 3-vectors whose interpreter overhead, not arithmetic, made most of a
+control step. The tests compare every kernel with its numpy/pinocchio reference.
+
+* ``point_rows``: rigid transport of a frame's 6-D Jacobian and drift (LOCAL_WORLD_ALIGNED,
+  classical acceleration at v̇ = 0) to a point at world offset r from its origin,
+      J_P = [J_lin − [r]× J_ang; J_ang],   γ_P = [a + α × r + ω × (ω × r); α],   ω = J_ang v;
+* ``surface_resultant``: W_com of n_s surface contacts about the CoM (Sentis et al. eq. 16),
+  blocks [[I, 0], [[P_i − P_com]×, I]];
+* ``linkage``: the rows of W_int named by specs (``control.grasp``): tensions
+  (f_i − f_j)·e_ij (eq. 10) and moment components R_i[:, a]ᵀ m_i (eqs. 8, 11);
+* ``wrenches_at``: measured sole wrenches (sole frame, about the sole origin) to world
+  wrenches about the anchors P_k, f = R f_s, m_P = R τ_s − (P − o) × f;
+* ``hermite``: joint references between two grid points, cubic Hermite in q from (q, v),
+  linear in v̇ (``walking.WalkBehavior.reference``), and the CoM's constant-jerk cubic;
+* ``prioritized``: the task-priority recursion of ``control.linalg.prioritized`` (its numpy
+  reference), one compiled loop over the priority levels. numba has no triangular solve, so a
+  Cholesky factor X = L Lᵀ is applied as L⁻¹B = ``np.linalg.solve(L, B)`` (LAPACK's LU on
+  the triangular L); the positive-definiteness test and the eigen-decomposition fallback are
+  the reference's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def point_rows(J, acc, v, r, J_out, drift_out):  # pragma: no cover - compiled
+    """J_out (6, nv), drift_out (6,) of the point at offset r (module docstring); the frame's
+    angular velocity ω = J_ang v."""
+    nv = J.shape[1]
+    r0, r1, r2 = r[0], r[1], r[2]
+    w0 = w1 = w2 = 0.0
+    for j in range(nv):
+        j3, j4, j5 = J[3, j], J[4, j], J[5, j]
+        J_out[0, j] = J[0, j] - (r1 * j5 - r2 * j4)
+        J_out[1, j] = J[1, j] - (r2 * j3 - r0 * j5)
+        J_out[2, j] = J[2, j] - (r0 * j4 - r1 * j3)
+        J_out[3, j] = j3
+        J_out[4, j] = j4
+        J_out[5, j] = j5
+        w0 += j3 * v[j]
+        w1 += j4 * v[j]
+        w2 += j5 * v[j]
+    a0, a1, a2 = acc[3], acc[4], acc[5]
+    # ω × r, then α × r + ω × (ω × r)
+    c0, c1, c2 = w1 * r2 - w2 * r1, w2 * r0 - w0 * r2, w0 * r1 - w1 * r0
+    drift_out[0] = acc[0] + (a1 * r2 - a2 * r1) + (w1 * c2 - w2 * c1)
+    drift_out[1] = acc[1] + (a2 * r0 - a0 * r2) + (w2 * c0 - w0 * c2)
+    drift_out[2] = acc[2] + (a0 * r1 - a1 * r0) + (w0 * c1 - w1 * c0)
+    drift_out[3] = a0
+    drift_out[4] = a1
+    drift_out[5] = a2
+
+
+@njit(cache=True)
+def surface_resultant(positions, com, W):  # pragma: no cover - compiled
+    """W (6, 6 n_s) ← W_com of surface contacts at ``positions`` (n_s, 3) about ``com``."""
+    W[:] = 0.0
+    for i in range(positions.shape[0]):
+        c = 6 * i
+        r0 = positions[i, 0] - com[0]
+        r1 = positions[i, 1] - com[1]
+        r2 = positions[i, 2] - com[2]
+        for a in range(3):
+            W[a, c + a] = 1.0
+            W[3 + a, c + 3 + a] = 1.0
+        W[3, c + 1], W[3, c + 2] = -r2, r1
+        W[4, c + 0], W[4, c + 2] = r2, -r0
+        W[5, c + 0], W[5, c + 1] = -r1, r0
+
+
+@njit(cache=True)
+def linkage(spec, positions, rotations, offsets, W):  # pragma: no cover - compiled
+    """W (m, N) ← W_int of the row specs (m, 3) = (kind, i, j), kind 0 tension, 1 moment.
+
+    Returns False (W partly filled) if a tension joins two anchors closer than 1e-9 m.
+    """
+    W[:] = 0.0
+    for row in range(spec.shape[0]):
+        kind, i, j = spec[row, 0], spec[row, 1], spec[row, 2]
+        if kind == 0:
+            e0 = positions[j, 0] - positions[i, 0]
+            e1 = positions[j, 1] - positions[i, 1]
+            e2 = positions[j, 2] - positions[i, 2]
+            length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+            if length < 1e-9:
+                return False
+            oi, oj = offsets[i], offsets[j]
+            W[row, oi], W[row, oi + 1], W[row, oi + 2] = e0 / length, e1 / length, e2 / length
+            W[row, oj], W[row, oj + 1], W[row, oj + 2] = (-e0 / length, -e1 / length,
+                                                          -e2 / length)
+        else:
+            o = offsets[i] + 3
+            W[row, o] = rotations[i, 0, j]
+            W[row, o + 1] = rotations[i, 1, j]
+            W[row, o + 2] = rotations[i, 2, j]
+    return True
+
+
+@njit(cache=True)
+def wrenches_at(wrench_sole, rotations, origins, points, out):  # pragma: no cover - compiled
+    """out (6 n,) ← world wrenches [f; m_P] about ``points`` of sole wrenches (n, 6)."""
+    for k in range(wrench_sole.shape[0]):
+        R = rotations[k]
+        w = wrench_sole[k]
+        f0 = R[0, 0] * w[0] + R[0, 1] * w[1] + R[0, 2] * w[2]
+        f1 = R[1, 0] * w[0] + R[1, 1] * w[1] + R[1, 2] * w[2]
+        f2 = R[2, 0] * w[0] + R[2, 1] * w[1] + R[2, 2] * w[2]
+        d0 = points[k, 0] - origins[k, 0]
+        d1 = points[k, 1] - origins[k, 1]
+        d2 = points[k, 2] - origins[k, 2]
+        o = 6 * k
+        out[o], out[o + 1], out[o + 2] = f0, f1, f2
+        for a in range(3):
+            out[o + 3 + a] = R[a, 0] * w[3] + R[a, 1] * w[4] + R[a, 2] * w[5]
+        out[o + 3] -= d1 * f2 - d2 * f1
+        out[o + 4] -= d2 * f0 - d0 * f2
+        out[o + 5] -= d0 * f1 - d1 * f0
+
+
+@njit(cache=True)
+def hermite(q, v, a, k, tau, dt, q_out, v_out, a_out):  # pragma: no cover - compiled
+    """q_out, v_out, a_out at the fraction tau ∈ [0, 1] between grid rows k and k + 1:
+    h00 q_k + h10 dt v_k + h01 q_k+1 + h11 dt v_k+1 and its derivative, (1 − tau) a_k +
+    tau a_k+1."""
+    t2 = tau * tau
+    t3 = t2 * tau
+    h00, h10 = 2.0 * t3 - 3.0 * t2 + 1.0, (t3 - 2.0 * t2 + tau) * dt
+    h01, h11 = -2.0 * t3 + 3.0 * t2, (t3 - t2) * dt
+    d00, d10 = (6.0 * t2 - 6.0 * tau) / dt, 3.0 * t2 - 4.0 * tau + 1.0
+    d11 = 3.0 * t2 - 2.0 * tau
+    for i in range(q.shape[1]):
+        q0, q1, v0, v1 = q[k, i], q[k + 1, i], v[k, i], v[k + 1, i]
+        q_out[i] = h00 * q0 + h10 * v0 + h01 * q1 + h11 * v1
+        v_out[i] = d00 * (q0 - q1) + d10 * v0 + d11 * v1
+        a_out[i] = (1.0 - tau) * a[k, i] + tau * a[k + 1, i]
+
+
+@njit(cache=True)
+def _whiten(J, e, rcond, scale):  # pragma: no cover - compiled
+    """(ok, L⁻¹J, L⁻¹e) for X = J Jᵀ = L Lᵀ; ok False if X is not numerically PD (the test of
+    ``control.linalg.cholesky``; scale ≤ 0: max diag X)."""
+    X = J @ J.T
+    try:
+        L = np.linalg.cholesky(X)
+    except Exception:  # numba catches only this way
+        return False, J, e
+    d = np.diag(L)
+    if scale <= 0.0:
+        scale = np.diag(X).max()
+    if d.min() ** 2 < rcond * scale:
+        return False, J, e
+    B = np.empty((J.shape[0], J.shape[1] + 1))
+    B[:, :J.shape[1]] = J
+    B[:, J.shape[1]] = e
+    W = np.linalg.solve(L, B)
+    return True, np.ascontiguousarray(W[:, :J.shape[1]]), np.ascontiguousarray(W[:, J.shape[1]])
+
+
+@njit(cache=True)
+def _pinv_psd(X, rcond, scale):  # pragma: no cover - compiled
+    w, V = np.linalg.eigh(0.5 * (X + X.T))
+    top = max(scale, 1e-300)
+    rank = 0
+    out = np.zeros_like(X)
+    for i in range(w.size):
+        if w[i] > rcond * top:
+            rank += 1
+            out += np.outer(V[:, i] / w[i], V[:, i])
+    return out, rank
+
+
+@njit(cache=True)
+def prioritized(J_up, e_up, sizes, J_last, e_last, rcond):  # pragma: no cover - compiled
+    """Compiled ``control.linalg.prioritized`` (same arguments, ``sizes`` an int array):
+    returns (y, fallbacks)."""
+    r = J_up.shape[1]
+    m_up = J_up.shape[0]
+    y = np.zeros(r)
+    N = np.eye(r)
+    free = r
+    fallbacks = 0
+    stacked = False
+    if 0 < m_up <= r:
+        ok, W, u = _whiten(J_up, e_up, rcond, 0.0)
+        if ok:
+            y = W.T @ u
+            N = N - W.T @ W
+            free -= m_up
+            stacked = True
+    n_levels = (0 if stacked else sizes.size) + 1
+    start = 0
+    for k in range(n_levels):
+        if free == 0:
+            break
+        last = k == n_levels - 1
+        if last:
+            Jk, ek = J_last, e_last
+        else:
+            Jk = np.ascontiguousarray(J_up[start:start + sizes[k]])
+            ek = e_up[start:start + sizes[k]]
+            start += sizes[k]
+        e = ek - Jk @ y
+        Jp = Jk @ N
+        m = Jk.shape[0]
+        scale = 0.0
+        for i in range(m):
+            scale = max(scale, np.dot(Jk[i], Jk[i]))
+        if m <= free:
+            ok, W, u = _whiten(Jp, e, rcond, scale)
+            if ok:
+                y += W.T @ u
+                N = N - W.T @ W
+                free -= m
+                continue
+        else:
+            X = Jp.T @ Jp + np.eye(r) - N
+            try:
+                L = np.linalg.cholesky(X)
+                d = np.diag(L)
+                ok = d.min() ** 2 >= rcond * scale
+            except Exception:
+                ok = False
+            if ok:
+                y += np.linalg.solve(L.T, np.linalg.solve(L, Jp.T @ e))
+                free = 0
+                continue
+        fallbacks += 1
+        Xr, rank = _pinv_psd(Jp @ Jp.T, rcond, scale)
+        y += Jp.T @ (Xr @ e)
+        N = N - Jp.T @ (Xr @ Jp)
+        free -= rank
+    return y, fallbacks
+
+
+__all__ = ["hermite", "linkage", "point_rows", "prioritized", "surface_resultant", "wrenches_at"]

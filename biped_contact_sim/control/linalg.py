@@ -1,0 +1,213 @@
+"""Small dense solves of the controllers: Cholesky where the matrix is positive definite.
+
+The control laws (docs/methods.md §4.1–4.2) invert three kinds of symmetric matrices:
+
+* positive definite by construction, e.g. the inverse operational-space inertia
+  Λ_s⁻¹ = J_s A⁻¹ J_sᵀ of a full-row-rank support Jacobian (Sentis et al. eq. 21), or a task's
+  Λ*⁻¹ = J* Φ* J*ᵀ when the task is not in conflict with the tasks above it (eq. 30):
+  ``cholesky`` (LAPACK ``dpotrf``, then ``dpotrs`` solves);
+* positive *semi*-definite with a rank the physics fixes, e.g. Φ* = U N_s A⁻¹ (U N_s)ᵀ
+  (eq. 29), of rank n − 6(n_s − 1) with n_s surface contacts (its null space is spanned by
+  the torques that only change internal forces, eqs. 32–34): ``psd_factor``, a pivoted
+  Cholesky factorisation (``dpstrf``) Φ = G Gᵀ with G of full column rank, which reveals the
+  rank with the same relative cut-off as an eigenvalue test and from which Φ⁺ follows
+  exactly: Φ⁺ = T Tᵀ with T = G (GᵀG)⁻¹ (``psd_whitening``);
+* whatever is left — a task that conflicts with the tasks above it, a singular support —
+  goes to the eigen-decomposition pseudo-inverse ``pinv_psd`` (the reference the faster
+  paths reproduce when their matrix is well conditioned), and the caller counts it.
+
+The LAPACK wrappers of ``scipy.linalg.lapack`` are called directly: numpy's ``linalg`` costs
+~20 µs per call on 6×6 to 14×14 matrices, mostly argument handling, against 3–5 µs here.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+from scipy.linalg import lapack
+
+_potrf, _potrs, _pstrf = lapack.dpotrf, lapack.dpotrs, lapack.dpstrf
+
+
+@cache
+def eye(n: int) -> np.ndarray:
+    """A cached, read-only n × n identity (np.eye costs ~3 µs a call)."""
+    out = np.eye(n)
+    out.flags.writeable = False
+    return out
+
+
+@cache
+def _lower_mask(n: int, r: int) -> np.ndarray:
+    out = np.tril(np.ones((n, r)))
+    out.flags.writeable = False
+    return out
+
+
+def cholesky(X: np.ndarray, rcond: float, scale: float | None = None) -> np.ndarray | None:
+    """Lower Cholesky factor C of a symmetric positive definite X (X = C Cᵀ), or None.
+
+    None when X is not numerically positive definite: ``dpotrf`` fails, or a pivot C_ii² is
+    below ``rcond · scale`` (default scale: max X_ii; the matrix is then too close to
+    singular for the law's relative cut-off, and the caller takes the pseudo-inverse
+    ``pinv_psd``). Only the lower triangle of X is read; the strict upper triangle of C is not
+    zeroed (``solve`` ignores it).
+    """
+    C, info = _potrf(X, lower=1)
+    if info != 0:
+        return None
+    # tolist + builtins: numpy's reductions cost ~3 µs each on these few numbers
+    if scale is None:
+        scale = max(X.diagonal().tolist())
+    if min(C.diagonal().tolist()) ** 2 < rcond * scale:
+        return None
+    return C
+
+
+def solve(C: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """X⁻¹ B from the lower Cholesky factor C of X (``cholesky``)."""
+    return _potrs(C, B, lower=1)[0]
+
+
+def pinv_psd(X: np.ndarray, rcond: float, scale: float | None = None) -> tuple[np.ndarray, int]:
+    """Moore–Penrose pseudo-inverse of a symmetric PSD matrix by eigen-decomposition.
+
+    Eigenvalues below ``rcond · scale`` (default scale: the largest eigenvalue) count as zero.
+    Returns (X⁺, rank).
+    """
+    w, V = np.linalg.eigh(0.5 * (X + X.T))
+    top = (w[-1] if w.size else 0.0) if scale is None else scale
+    keep = w > rcond * max(top, 1e-300)
+    Vk = V[:, keep]
+    return (Vk / w[keep]) @ Vk.T, int(keep.sum())
+
+
+def psd_factor(X: np.ndarray, rcond: float) -> np.ndarray:
+    """G (n × r) of full column rank with X = G Gᵀ, for a symmetric PSD X (pivoted Cholesky).
+
+    ``dpstrf`` factors Pᵀ X P = L Lᵀ with complete pivoting and stops at the first pivot below
+    ``rcond · max X_ii``: r is the numerical rank and G = P L[:, :r]. Only the lower triangle
+    of X is read.
+    """
+    n = X.shape[0]
+    scale = max(X.diagonal().tolist()) if n else 0.0
+    if scale <= 0.0:
+        return np.zeros((n, 0))
+    L, piv, rank, _ = _pstrf(X, lower=1, tol=rcond * scale)
+    G = np.empty((n, rank))
+    # dpstrf leaves the strict upper triangle as it found it; LAPACK pivots are 1-based
+    G[piv - 1] = L[:, :rank] * _lower_mask(n, rank)
+    return G
+
+
+def psd_whitening(G: np.ndarray, rcond: float) -> np.ndarray | None:
+    """T = G (GᵀG)⁻¹ for G of full column rank, so that (G Gᵀ)⁺ = T Tᵀ, Tᵀ (G Gᵀ) T = I and
+    range T = range G; None if GᵀG is not numerically positive definite."""
+    C = cholesky(G.T @ G, rcond * rcond)
+    if C is None:
+        return None
+    return solve(C, G.T).T
+
+
+def prioritized(J_up: np.ndarray, e_up: np.ndarray, sizes, J_last: np.ndarray,
+                e_last: np.ndarray, rcond: float) -> tuple[np.ndarray, int]:
+    """Strict task priorities in whitened coordinates (Sentis et al. eqs. 30–31).
+
+    With Φ* = G Gᵀ (``psd_factor``) and Γ = T y (``psd_whitening``), a task
+    ẍ_k = Φ_k Γ + c_k reads ẍ_k = Ĵ_k y + c_k, Ĵ_k = Φ_k T, and the Φ*-weighted
+    (dynamically consistent) quantities of eqs. 30–31 become Euclidean ones:
+    Λ*_{k|prec} = (Ĵ_k N Ĵ_kᵀ)⁻¹ and N*_prec the orthogonal projector N on the y-space the
+    tasks above leave free. Level by level, with e_k = ẍ_k,des − c_k − Ĵ_k y,
+
+        y ← y + (Ĵ_k N)⁺ e_k,      N ← N − (Ĵ_k N)⁺ (Ĵ_k N).
+
+    A task with no more rows than free directions (m_k ≤ rank N) uses the row form
+    (Ĵ_k N)⁺ = N Ĵ_kᵀ X⁻¹, X = Ĵ_k N Ĵ_kᵀ (m_k × m_k, positive definite unless the task
+    conflicts with those above); a taller one (the joint posture at the end) the column form
+    (Ĵ_k N)⁺ = (N Ĵ_kᵀ Ĵ_k N + I − N)⁻¹ N Ĵ_kᵀ, whose r × r matrix is positive definite when
+    Ĵ_k N has full column rank on range N (adding I − N fills the null space the tasks above
+    took, whose pseudo-inverse part is zero). A pivot of X below ``rcond`` times the task's
+    own scale, max diag Ĵ_k Ĵ_kᵀ (not X's: a task the levels above have nearly used up has a
+    uniformly small X), marks a conflict: X then goes to ``pinv_psd`` with the same cut-off,
+    and the level is counted.
+
+    The levels above the last are first solved together: when their stacked Ĵ has full row
+    rank (no task conflicts with another), the recursion returns exactly the stack's
+    minimum-norm solution y = Ĵᵀ(ĴĴᵀ)⁻¹e (each increment lies in the stack's row space and
+    the sum meets every task), with N = I − Ĵᵀ(ĴĴᵀ)⁻¹Ĵ: one Cholesky instead of one per
+    level. If the stacked matrix is not numerically positive definite the levels are taken
+    one by one.
+
+    Args:
+        J_up: (m, r) the upper levels' Ĵ_k stacked, highest priority first.
+        e_up: (m,) their ẍ_k,des − c_k.
+        sizes: rows of each upper level (Σ = m).
+        J_last, e_last: the last level's Ĵ (m_last, r) and ẍ_des − c.
+        rcond: relative cut-off of the pseudo-inverse fallback (and of the Cholesky test).
+
+    Returns:
+        (y (r,), number of levels that needed the pseudo-inverse fallback).
+    """
+    r = J_up.shape[1]
+    y = np.zeros(r)
+    N = None  # identity until a task has taken directions
+    free = r
+    fallbacks = 0
+    levels = []
+    if 0 < len(J_up) <= r:
+        C = cholesky(np.dot(J_up, J_up.T), rcond)
+        if C is not None:
+            y = np.dot(J_up.T, solve(C, e_up))
+            N = eye(r) - np.dot(J_up.T, solve(C, J_up))
+            free -= len(J_up)
+        else:
+            levels = _split(J_up, e_up, sizes)
+    elif len(J_up):
+        levels = _split(J_up, e_up, sizes)
+    levels.append((J_last, e_last))
+    last = len(levels) - 1
+    for k, (Jk, ek) in enumerate(levels):
+        if free == 0:
+            break
+        e = ek - np.dot(Jk, y)
+        m = Jk.shape[0]
+        scale = max(np.einsum("ij,ij->i", Jk, Jk).tolist())
+        Jp = Jk if N is None else np.dot(Jk, N)
+        if m <= free:
+            C = cholesky(np.dot(Jp, Jp.T), rcond, scale)
+            if C is not None:
+                y += np.dot(Jp.T, solve(C, e))
+                if k < last:
+                    P = np.dot(Jp.T, solve(C, Jp))
+                    N = eye(r) - P if N is None else N - P
+                free -= m
+                continue
+        else:
+            X = np.dot(Jp.T, Jp)
+            if N is not None:
+                X += eye(r) - N
+            C = cholesky(X, rcond, scale)
+            if C is not None:
+                y += solve(C, np.dot(Jp.T, e))
+                free = 0
+                continue
+        fallbacks += 1
+        Xr, rank = pinv_psd(np.dot(Jp, Jp.T), rcond, scale)
+        y += np.dot(Jp.T, np.dot(Xr, e))
+        if k < last:
+            P = np.dot(Jp.T, np.dot(Xr, Jp))
+            N = eye(r) - P if N is None else N - P
+        free -= rank
+    return y, fallbacks
+
+
+def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
+    out, i = [], 0
+    for m in sizes:
+        out.append((J[i:i + m], e[i:i + m]))
+        i += m
+    return out
+
+
+__all__ = ["cholesky", "eye", "pinv_psd", "prioritized", "psd_factor", "psd_whitening", "solve"]

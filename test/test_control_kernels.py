@@ -1,0 +1,206 @@
+"""The control layer's fast paths against their references.
+
+* compiled kernels (control/kernels.py) against numpy/pinocchio: point Jacobians and drifts
+  against pinocchio's own frame velocity and acceleration, W_com / W_int against the grasp
+  module's numpy builders, sole wrenches against ``sole_wrench_at``, the joint-reference
+  Hermite against scipy's ``CubicHermiteSpline``, the compiled task-priority recursion
+  against its numpy reference;
+* the whitened task-priority recursion (control/linalg.py) against the projector form of
+  Sentis et al. eqs. 29–31 written with eigen-decomposition pseudo-inverses, on random
+  rank-deficient Φ* and on Φ* of the biped in double and single support;
+* the pivoted-Cholesky factor of a PSD matrix against its definition.
+"""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from scipy.interpolate import CubicHermiteSpline
+
+from biped_contact_sim.control import kernels
+from biped_contact_sim.control import linalg as la
+from biped_contact_sim.control.grasp import (
+    MOMENT,
+    TENSION,
+    ContactAnchor,
+    linkage_rows,
+    resultant_map,
+    sole_wrench_at,
+)
+from biped_contact_sim.robot import RobotModel
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+def _rotation(rng):
+    return pin.rpy.rpyToMatrix(*rng.uniform(-np.pi, np.pi, 3))
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return RobotModel.load("biped3d")
+
+
+def test_point_rows_against_pinocchio(robot):
+    """J_P and γ_P of a point at offset r from a sole frame: rigid transport of pinocchio's
+    frame Jacobian and classical acceleration, ω from pinocchio's frame velocity."""
+    rng = np.random.default_rng(3)
+    model, data = robot.model, robot.create_data()
+    for _ in range(5):
+        q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
+        q[3:7] /= np.linalg.norm(q[3:7])
+        v = rng.normal(size=model.nv)
+        pin.computeJointJacobians(model, data, q)
+        pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
+        fid = robot.contact_bodies[0].frame_id
+        pin.updateFramePlacements(model, data)
+        r = rng.normal(size=3) * 0.1
+        J = pin.getFrameJacobian(model, data, fid, LWA)
+        acc = pin.getFrameClassicalAcceleration(model, data, fid, LWA)
+        w = pin.getFrameVelocity(model, data, fid, LWA).angular
+        J_out, drift = np.empty((6, model.nv)), np.empty(6)
+        kernels.point_rows(J, acc.vector, v, r, J_out, drift)
+        J_ref = J.copy()
+        J_ref[:3] -= pin.skew(r) @ J[3:]
+        np.testing.assert_allclose(J_out, J_ref, atol=1e-12)
+        np.testing.assert_allclose(drift[:3], acc.linear + np.cross(acc.angular, r)
+                                   + np.cross(w, np.cross(w, r)), atol=1e-10)
+        np.testing.assert_allclose(drift[3:], acc.angular, atol=1e-12)
+
+
+def test_geometry_kernels_against_numpy():
+    rng = np.random.default_rng(5)
+    for n_s in (2, 3, 4):
+        P = rng.normal(size=(n_s, 3))
+        R = np.array([_rotation(rng) for _ in range(n_s)])
+        com = rng.normal(size=3)
+        W = np.empty((6, 6 * n_s))
+        kernels.surface_resultant(P, com, W)
+        ref = resultant_map(tuple(ContactAnchor(P[i], R[i]) for i in range(n_s)), com)
+        np.testing.assert_allclose(W, ref, atol=1e-12)
+        spec = [(TENSION, i, j) for i in range(n_s) for j in range(i + 1, n_s)]
+        spec += [(MOMENT, i, a) for i in range(n_s) for a in range(3)]
+        offsets = np.arange(n_s, dtype=np.int64) * 6
+        W_int = np.empty((len(spec), 6 * n_s))
+        assert kernels.linkage(np.array(spec, dtype=np.int64), P, R, offsets, W_int)
+        np.testing.assert_allclose(W_int, linkage_rows(spec, P, R, offsets, 6 * n_s),
+                                   atol=1e-12)
+        w_sole = rng.normal(size=(n_s, 6))
+        origins = rng.normal(size=(n_s, 3))
+        out = np.empty(6 * n_s)
+        kernels.wrenches_at(w_sole, R, origins, P, out)
+        ref = np.concatenate([sole_wrench_at(w_sole[i], R[i], origins[i], P[i])
+                              for i in range(n_s)])
+        np.testing.assert_allclose(out, ref, atol=1e-12)
+    same = np.zeros((2, 3))
+    assert not kernels.linkage(np.array([[TENSION, 0, 1]], dtype=np.int64), same,
+                               np.array([np.eye(3)] * 2), np.array([0, 6], dtype=np.int64),
+                               np.empty((1, 12)))
+
+
+def test_hermite_against_scipy():
+    rng = np.random.default_rng(8)
+    dt = 0.005
+    q, v, a = rng.normal(size=(3, 4, 7))
+    for k in (0, 1, 2):
+        for tau in (0.0, 0.3, 0.77, 1.0):
+            out = np.empty((3, 7))
+            kernels.hermite(q, v, a, k, tau, dt, *out)
+            spline = CubicHermiteSpline([0.0, dt], q[k:k + 2], v[k:k + 2])
+            np.testing.assert_allclose(out[0], spline(tau * dt), atol=1e-12)
+            np.testing.assert_allclose(out[1], spline(tau * dt, 1), atol=1e-9)
+            np.testing.assert_allclose(out[2], (1 - tau) * a[k] + tau * a[k + 1], atol=1e-12)
+
+
+def test_psd_factor_and_whitening():
+    rng = np.random.default_rng(11)
+    for n, r in ((14, 8), (14, 14), (9, 1)):
+        A = rng.normal(size=(n, r))
+        X = A @ A.T
+        G = la.psd_factor(X, 1e-10)
+        assert G.shape == (n, r)
+        np.testing.assert_allclose(G @ G.T, X, atol=1e-10)
+        T = la.psd_whitening(G, 1e-10)
+        np.testing.assert_allclose(T @ T.T, np.linalg.pinv(X, hermitian=True), atol=1e-8)
+        np.testing.assert_allclose(T.T @ X @ T, np.eye(r), atol=1e-9)
+    assert la.psd_factor(np.zeros((3, 3)), 1e-10).shape == (3, 0)
+    assert la.cholesky(np.diag([1.0, 1e-12]), 1e-8) is None
+    assert la.cholesky(np.diag([1.0, -1.0]), 1e-8) is None
+
+
+def _projector_cascade(tasks, Phi, rcond=1e-8):
+    """Sentis et al. eqs. 29–31 as written: Φ*⁺ and Λ*⁺ by eigen-decomposition,
+    J*_{k|prec} = Φ_k Φ*⁺ N*_prec, Γ += J*ᵀ Λ* (ẍ − c − Φ_k Γ), N* −= Φ* J*ᵀ Λ* J*; Λ*'s
+    eigenvalues cut relative to the unprojected task's scale (a conflicting task's projection
+    is uniformly small)."""
+    Pp = np.linalg.pinv(Phi, rcond=rcond, hermitian=True)
+    tau, N = np.zeros(len(Phi)), np.eye(len(Phi))
+    for Phi_k, e_k in tasks:
+        Jp = Phi_k @ Pp @ N
+        PJ = Phi @ Jp.T
+        X = Jp @ PJ
+        w, V = np.linalg.eigh(X)
+        scale = np.diag(Phi_k @ Pp @ Phi_k.T).max()
+        keep = w > rcond * scale
+        Lam = (V[:, keep] / w[keep]) @ V[:, keep].T
+        tau = tau + Jp.T @ (Lam @ (e_k - Phi_k @ tau))
+        N = N - PJ @ Lam @ Jp
+    return tau
+
+
+def _whitened(tasks, Phi, rcond=1e-8, compiled=False):
+    G = la.psd_factor(Phi, rcond)
+    T = la.psd_whitening(G, rcond)
+    sizes = [len(e) for _, e in tasks[:-1]]
+    J_up = np.vstack([Phi_k @ T for Phi_k, _ in tasks[:-1]]) if sizes else np.zeros((0, len(T.T)))
+    e_up = np.concatenate([e for _, e in tasks[:-1]]) if sizes else np.zeros(0)
+    args = (J_up, e_up, sizes, tasks[-1][0] @ T, tasks[-1][1], rcond)
+    if compiled:
+        y, fb = kernels.prioritized(J_up, e_up, np.array(sizes, dtype=np.int64), *args[3:])
+    else:
+        y, fb = la.prioritized(*args)
+    return T @ y, fb
+
+
+@pytest.mark.parametrize("conflict", [False, True])
+def test_prioritized_matches_projector_form(conflict):
+    """Random Φ* of rank 8 in 14 joints (double support) and 14 (single support): tasks
+    Φ_k = J_k Φ* (rows in the range of Φ*), a posture task Φ_k = Φ* last. With nearly
+    conflicting tasks (a row close to one of a task above) the stacked solve still applies
+    (all tasks can be met), ill-conditioned."""
+    rng = np.random.default_rng(21 + conflict)
+    for rank in (8, 14):
+        for _ in range(20):  # spectrum in [0.25, 4]: the comparison is not one of conditioning
+            A = np.linalg.qr(rng.normal(size=(14, rank)))[0] * rng.uniform(0.5, 2.0, rank)
+            Phi = A @ A.T
+            tasks = []
+            for m in (3, 1, 3):
+                tasks.append((rng.normal(size=(m, 14)) @ Phi, rng.normal(size=m)))
+            if conflict:
+                tasks[2] = (np.vstack([tasks[0][0][:1] + 0.1 * tasks[2][0][0],
+                                       tasks[2][0][1:]]), tasks[2][1])
+            tasks.append((Phi, rng.normal(size=14)))
+            ref = _projector_cascade(tasks, Phi)
+            tau, fb = _whitened(tasks, Phi)
+            tau_c, fb_c = _whitened(tasks, Phi, compiled=True)
+            tol = 1e-6 if conflict else 1e-9
+            np.testing.assert_allclose(tau, ref, rtol=tol, atol=tol * np.abs(ref).max())
+            np.testing.assert_allclose(tau_c, tau, rtol=tol, atol=tol * np.abs(ref).max())
+            assert fb == fb_c == 0
+
+
+def test_prioritized_pseudo_inverse_fallback_counted():
+    """An exactly repeated task row leaves a singular level: the eigen-decomposition fallback
+    is taken and counted, the same by the numpy and compiled recursions, and the result is
+    the projector form's."""
+    rng = np.random.default_rng(2)
+    A = np.linalg.qr(rng.normal(size=(14, 8)))[0]
+    Phi = A @ A.T
+    J = rng.normal(size=(3, 14)) @ Phi
+    tasks = [(J, rng.normal(size=3)), (J[:1].copy(), rng.normal(size=1)),
+             (Phi, rng.normal(size=14))]
+    tau, fb = _whitened(tasks, Phi)
+    tau_c, fb_c = _whitened(tasks, Phi, compiled=True)
+    assert fb == fb_c == 1
+    ref = _projector_cascade(tasks, Phi)
+    np.testing.assert_allclose(tau, ref, atol=1e-6 * np.abs(ref).max())
+    np.testing.assert_allclose(tau_c, ref, atol=1e-6 * np.abs(ref).max())
