@@ -2,15 +2,21 @@
 
 Checked against the law itself (Chardonnet et al. §II-C: separate, stick or slide), analytic
 single-contact answers, rigid-body statics, an independent numerical projection, and for the
-LCP against brute-force enumeration and Lemke.
+LCP against brute-force enumeration and Lemke. The compiled kernels (numba) are checked against
+their numpy references, the same steps in numpy: equal forces and statuses.
 """
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
+from biped_contact_sim.contact import ContactState
+from biped_contact_sim.contact.acceleration_lcp import AccelerationLCPContact
+from biped_contact_sim.contact.gauss_seidel import GaussSeidelContact
+from biped_contact_sim.contact.time_stepping import TimeSteppingContact
 from biped_contact_sim.errors import InputError
 from biped_contact_sim.solvers import (
     STATUS_CONVERGED,
@@ -328,3 +334,94 @@ def test_fb_failures_are_reported():
 def test_bad_input_raises_input_error(call, match):
     with pytest.raises(InputError, match=match):
         call()
+
+
+# ---------------------------------------------------------------- compiled kernels vs references
+
+DATA = Path(__file__).parent / "data"
+
+
+def captured_states():
+    """Contact states captured from the simulator (test/data): a box sliding on four coplanar
+    corners and a walking biped on eight sole points, where the LCPs are degenerate."""
+    data = np.load(DATA / "time_stepping_hard_states.npz")
+    names = sorted({k.split("_", 1)[0] for k in data})
+    return [ContactState(dt=float(data[f"{n}_dt"]), phi=data[f"{n}_phi"], vc=data[f"{n}_vc"],
+                         Jc=data[f"{n}_Jc"], gamma_c=data[f"{n}_gamma_c"],
+                         Minv=data[f"{n}_Minv"], tau_free=data[f"{n}_tau_free"],
+                         p_tangent=np.zeros((len(data[f"{n}_phi"]), 2)), mu=data[f"{n}_mu"])
+            for n in names]
+
+
+def assert_same_gs(G, c, mu, **kwargs):
+    fast = gauss_seidel_coulomb(G, c, mu, **kwargs)
+    ref = gauss_seidel_coulomb(G, c, mu, reference=True, **kwargs)
+    assert fast.status == ref.status and fast.iterations == ref.iterations
+    scale = max(1.0, np.abs(ref.x).max())
+    assert np.abs(fast.x - ref.x).max() <= 1e-10 * scale
+    assert fast.residual == pytest.approx(ref.residual, rel=1e-6, abs=1e-12)
+    return fast
+
+
+def test_gauss_seidel_kernel_equals_reference_on_random_problems():
+    rng = np.random.default_rng(40)
+    statuses, cases = set(), set()
+    for k in range(120):
+        m = int(rng.integers(1, 10))
+        G, c, mu = random_contact_problem(rng, m)
+        if k % 5 == 0:
+            mu[0] = 0.0  # frictionless contact
+        sweeps = 3 if k % 4 == 0 else 1000  # some runs stop at the cap
+        res = assert_same_gs(G, c, mu, max_sweeps=sweeps, omega=1.3 if k % 7 == 0 else 1.0)
+        statuses.add(res.status)
+        if res.converged:
+            cases.update(classify(res.x, res.w, mu))
+    assert statuses == {STATUS_CONVERGED, STATUS_MAX_ITER}
+    assert cases == {"separate", "stick", "slide"}
+
+
+def test_gauss_seidel_kernel_equals_reference_on_captured_problems():
+    """Velocity systems of captured states and of the rigid box: G of rank 6 per rigid body."""
+    for state in captured_states():
+        G, c = GaussSeidelContact().velocity_system(state, np.arange(state.n_points))
+        for mu in (state.mu, 0.2 * state.mu):  # sticking and sliding
+            assert_same_gs(G, c, mu, max_sweeps=300)
+    G = rigid_box()[0]
+    for mu in (0.8, 0.05):
+        assert_same_gs(G, np.tile([0.1, 0.0, -0.01], 4), np.full(4, mu), max_sweeps=300)
+
+
+def assert_same_fb(A, b, **kwargs):
+    fast = fischer_burmeister_lcp(A, b, **kwargs)
+    ref = fischer_burmeister_lcp(A, b, reference=True, **kwargs)
+    assert fast.status == ref.status and fast.iterations == ref.iterations
+    scale = max(1.0, np.abs(ref.x).max())
+    assert np.abs(fast.x - ref.x).max() <= 1e-10 * scale
+    return fast
+
+
+def test_fischer_burmeister_kernel_equals_reference_on_random_problems():
+    rng = np.random.default_rng(41)
+    statuses = set()
+    for k in range(150):
+        n = int(rng.integers(1, 12))
+        A, b = lcp_problems(rng, ("pd", "p", "psd")[k % 3], n)
+        statuses.add(assert_same_fb(A, b, max_iter=3 if k % 10 == 0 else 100).status)
+    statuses.add(assert_same_fb(np.array([[-1.0]]), np.array([-1.0])).status)
+    assert {"converged", "max_iterations"} <= statuses
+    assert statuses - {"converged", "max_iterations"} <= {"line_search_failed"}
+
+
+def test_fischer_burmeister_kernel_equals_reference_on_captured_problems():
+    """Acceleration LCPs (acceleration_lcp, docs/methods.md §2.5) of captured states, sticking
+    and sliding, and the time-stepping LCPs that made Lemke fail (degenerate, PSD)."""
+    for state in captured_states():
+        idx = np.arange(state.n_points)
+        model = AccelerationLCPContact()
+        for sticking in (np.ones(len(idx), bool), np.arange(len(idx)) % 2 == 0):
+            vc = state.vc.copy()
+            vc[~sticking, 0] += 0.05  # sliding points need a slip direction
+            A, q, _, _ = model.lcp(state, idx, vc, sticking)
+            assert_same_fb(A, q, tol=1e-10 * max(1.0, np.abs(q).max()))
+        A, q = TimeSteppingContact(regularization=1e-9).lcp(state, idx)
+        assert_same_fb(A, q, tol=1e-12 * np.abs(q).max(), max_iter=200)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from biped_contact_sim.errors import InputError
+from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
+from biped_contact_sim.solvers.linalg import gauss_solve
 from biped_contact_sim.solvers.result import (
     BAD_VALUE,
     STATUS_CONVERGED,
@@ -33,6 +35,7 @@ _WHO = "fischer_burmeister_lcp"
 # −∇Ψ is below arccos 1e-12). DFK's test ∇Ψᵀd ≤ −1e-8 ‖d‖^2.1 is not scale invariant: it
 # rejects every Newton step of an impulse LCP with entries ~1e-7; this angle test is.
 _ANGLE = 1e-12
+_STATUSES = (STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_LINE_SEARCH)  # the kernel's codes
 
 
 def fb(a, b) -> np.ndarray:
@@ -48,7 +51,7 @@ def fb(a, b) -> np.ndarray:
 
 def fischer_burmeister_lcp(A, b, *, z0=None, tol: float = 1e-10, max_iter: int = 100,
                            line_search_max: int = 30, sigma: float = 1e-4,
-                           beta: float = 0.5) -> SolverResult:
+                           beta: float = 0.5, reference: bool = False) -> SolverResult:
     """Solve ``0 ≤ z ⊥ A z + b ≥ 0`` by semismooth Newton on ``Φ(z) = 0``.
 
     Bravo & Rengifo eqs. 17–18; De Luca, Facchinei & Kanzow (1996) Algorithm. Each iteration:
@@ -78,6 +81,8 @@ def fischer_burmeister_lcp(A, b, *, z0=None, tol: float = 1e-10, max_iter: int =
         line_search_max: cap on backtracking steps per iteration.
         sigma: Armijo sufficient-decrease constant, in (0, 1/2).
         beta: backtracking factor, in (0, 1).
+        reference: run the numpy reference instead of the compiled kernel
+            (``solvers.fischer_burmeister_kernel``, the same steps; the tests compare them).
 
     Returns:
         SolverResult with ``x = z`` (not clipped), ``w = A z + b``, ``iterations`` = Newton
@@ -105,6 +110,11 @@ def fischer_burmeister_lcp(A, b, *, z0=None, tol: float = 1e-10, max_iter: int =
 
     if n == 0:
         return SolverResult(z, b.copy(), True, STATUS_CONVERGED, 0, 0.0)
+    if not reference:
+        w = np.empty(n)
+        code, it, res = fischer_burmeister_kernel(np.ascontiguousarray(A), b, z, tol, max_iter,
+                                                  line_search_max, sigma, beta, w)
+        return SolverResult(z, w, code == 0, _STATUSES[code], it, res)
     w = A @ z + b
     phi = fb(z, w)
     res = float(np.abs(phi).max())
@@ -153,11 +163,8 @@ def _directions(H, db, phi, grad, res, psi):
         M = H.T @ H if lm else H.copy()
         if shift is not None:
             M[diag] += shift
-        try:
-            d = np.linalg.solve(M, -grad if lm else -phi)
-        except np.linalg.LinAlgError:
-            continue
-        if np.isfinite(d).all():
+        d = gauss_solve(M, -grad if lm else -phi)  # None: singular or not finite
+        if d is not None:
             yield d
     yield -grad
 

@@ -25,6 +25,8 @@ import math
 import numpy as np
 
 from biped_contact_sim.errors import InputError
+from biped_contact_sim.solvers.gauss_seidel_kernel import NEWTON_MAX, angle_gap, gauss_seidel_kernel
+from biped_contact_sim.solvers.gauss_seidel_kernel import REG as _REG
 from biped_contact_sim.solvers.result import (
     BAD_LENGTH,
     BAD_VALUE,
@@ -42,14 +44,13 @@ _WHO = "gauss_seidel_coulomb"
 # A diagonal block is singular when a contact point cannot move in some direction (e.g.
 # sideways in a planar model). Blocks with det W ≤ _REG·trace(W)³ are inverted as
 # W + _REG·trace(W)·I (the stick candidate only; the sliding solve uses W itself); the others
-# exactly, so the law holds to rounding error on well-posed problems.
-_REG = 1e-12
-_NEWTON_MAX = 30
+# exactly, so the law holds to rounding error on well-posed problems. (The constants live with
+# the compiled kernel, which must use the same ones.)
 _UPPER = (np.array([0, 0, 0, 1, 1, 2]), np.array([0, 1, 2, 1, 2, 2]))
 
 
 def gauss_seidel_coulomb(G, c, mu, *, f0=None, tol: float = 1e-10, max_sweeps: int = 200,
-                         omega: float = 1.0) -> SolverResult:
+                         omega: float = 1.0, reference: bool = False) -> SolverResult:
     """Solve the 3-D Coulomb contact problem ``v = G f + c`` by block Gauss–Seidel.
 
     Chardonnet et al. eqs. 9–10 and Algorithm 1; local solver after Jean (1993, the paper's
@@ -69,6 +70,8 @@ def gauss_seidel_coulomb(G, c, mu, *, f0=None, tol: float = 1e-10, max_sweeps: i
         tol: stop when ``max |Δf| ≤ tol · max(1, max |f|)`` over one sweep.
         max_sweeps: cap on sweeps.
         omega: relaxation factor in (0, 2); 1 is plain Gauss–Seidel.
+        reference: run the numpy reference instead of the compiled kernel
+            (``solvers.gauss_seidel_kernel``, the same steps; the tests compare the two).
 
     Returns:
         SolverResult with ``x = f`` (3m,), ``w = v = G f + c``, ``iterations`` = sweeps,
@@ -95,17 +98,47 @@ def gauss_seidel_coulomb(G, c, mu, *, f0=None, tol: float = 1e-10, max_sweeps: i
                                           expected="in the open interval (0, 2)"))
     if m == 0:
         return SolverResult(f, c.copy(), True, STATUS_CONVERGED, 0, 0.0)
+    if not reference:
+        v = np.empty(n3)
+        converged, sweeps, res = gauss_seidel_kernel(np.ascontiguousarray(G), c, mu, f, tol,
+                                                     max_sweeps, omega, v)
+        status = STATUS_CONVERGED if converged else STATUS_MAX_ITER
+        return SolverResult(f, v, converged, status, sweeps, res)
+    return _gauss_seidel_numpy(G, c, mu, f, tol, max_sweeps, omega)
 
+
+def _block_inverses(W: np.ndarray) -> np.ndarray:
+    """Upper triangles (m, 6) of the inverses of symmetric 3×3 blocks W (m, 3, 3).
+
+    Closed form (adjugate over determinant, as ``gauss_seidel_kernel.block_inverse``); a
+    block with det ≤ _REG·trace³ is shifted by _REG·trace·I first (module comment).
+    """
+    w00, w01, w02 = W[:, 0, 0], W[:, 0, 1], W[:, 0, 2]
+    w11, w12, w22 = W[:, 1, 1], W[:, 1, 2], W[:, 2, 2]
+    tr = np.maximum(w00 + w11 + w22, 1e-300)
+
+    def det(w00, w11, w22):
+        return w00 * (w11 * w22 - w12 * w12) - w01 * (w01 * w22 - w02 * w12) \
+            + w02 * (w01 * w12 - w11 * w02)
+
+    shift = np.where(det(w00, w11, w22) <= _REG * tr * tr * tr, _REG * tr, 0.0)
+    w00, w11, w22 = w00 + shift, w11 + shift, w22 + shift
+    d = det(w00, w11, w22)
+    return np.stack([(w11 * w22 - w12 * w12) / d, (w02 * w12 - w01 * w22) / d,
+                     (w01 * w12 - w02 * w11) / d, (w00 * w22 - w02 * w02) / d,
+                     (w01 * w02 - w00 * w12) / d, (w00 * w11 - w01 * w01) / d], axis=1)
+
+
+def _gauss_seidel_numpy(G, c, mu, f, tol, max_sweeps, omega) -> SolverResult:
+    """The numpy reference of :func:`gauss_seidel_coulomb` (validated input, m > 0)."""
+    m = len(mu)
     # Diagonal blocks W_i (m, 3, 3), symmetrised, and their inverses, as Python floats: the
     # local solves run on scalars, which is several times faster than numpy on 3-vectors.
     ar = np.arange(m)
     W = G.reshape(m, 3, m, 3)[ar, :, ar, :]
     W = 0.5 * (W + W.transpose(0, 2, 1))
-    tr = np.maximum(np.trace(W, axis1=1, axis2=2), 1e-300)
-    singular = np.linalg.det(W) <= _REG * tr**3  # relative to the scale of the block
-    Winv = np.linalg.inv(W + (_REG * tr * singular)[:, None, None] * np.eye(3))
     Wl = W[:, _UPPER[0], _UPPER[1]].tolist()
-    Wil = Winv[:, _UPPER[0], _UPPER[1]].tolist()
+    Wil = _block_inverses(W).tolist()
     rows = [G[3 * i:3 * i + 3] for i in range(m)]
     cl = c.reshape(m, 3).tolist()
     mul = mu.tolist()
@@ -209,7 +242,7 @@ def _slide(Wu, r0, r1, r2, mu, theta0):
         if th is None:
             continue
         sol = _sliding_force(Wu, r0, r1, r2, mu, th)
-        gap = abs(math.remainder(th - theta0, 2.0 * math.pi))
+        gap = angle_gap(th, theta0)
         if sol is not None and gap < best_gap:
             best, best_gap = sol, gap
     return best
@@ -218,7 +251,7 @@ def _slide(Wu, r0, r1, r2, mu, theta0):
 def _newton_theta(coef, th, scale):
     """Newton's method on H(θ); returns the root or None (no convergence / H' = 0)."""
     h0, h2c, h2s, h1c, h1s = coef
-    for _ in range(_NEWTON_MAX):
+    for _ in range(NEWTON_MAX):
         c1, s1 = math.cos(th), math.sin(th)
         c2, s2 = c1 * c1 - s1 * s1, 2.0 * s1 * c1
         h = h0 + h2c * c2 + h2s * s2 + h1c * c1 + h1s * s1

@@ -23,9 +23,12 @@ solution is unique.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.blas import dger as _dger
 
 from biped_contact_sim.errors import InputError
+from biped_contact_sim.solvers.lemke_kernel import POLISH_TOL as _POLISH_TOL
+from biped_contact_sim.solvers.lemke_kernel import TIE_TOL as _TIE_TOL
+from biped_contact_sim.solvers.lemke_kernel import lemke_kernel
+from biped_contact_sim.solvers.linalg import gauss_solve
 from biped_contact_sim.solvers.result import (
     BAD_VALUE,
     STATUS_CONVERGED,
@@ -40,18 +43,28 @@ from biped_contact_sim.solvers.result import (
 )
 
 _WHO = "lemke"
-# Two ratios of the minimum-ratio test count as tied when they differ by less than this (in the
-# scaled problem, where max|A| = max|b| = 1); ties go to the lexicographic rule.
-_TIE_TOL = 1e-12
-# The final basis is re-solved from the original data when the residual exceeds this · max|b|.
-_POLISH_TOL = 1e-13
-# A terminal basis whose answer still misses by more than this · max(1, max|b|) (round-off in a
-# near-singular tableau, cond(A) ~ 1e18 for coplanar sole points) is reported as inaccurate.
-_ACCEPT_TOL = 1e-6
+#: Default of ``residual_tol``: a terminal basis is reported ``converged`` only when its answer
+#: solves the LCP to ``max|min(z, w)| ≤ residual_tol · ‖b‖∞``; round-off in a near-singular
+#: tableau (cond(A) ~ 1e18 for coplanar sole points) can leave a normally terminated pivoting
+#: far from a solution, and that is reported ``inaccurate``.
+RESIDUAL_TOL = 1e-9
+# Integer status codes of the compiled kernel (solvers.lemke_kernel), in this order.
+STATUSES = (STATUS_CONVERGED, STATUS_RAY, STATUS_MAX_PIVOTS, STATUS_INACCURATE)
 
 
-def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12,
-          max_pivots: int | None = None) -> SolverResult:
+def default_max_pivots(n: int) -> int:
+    """Default pivot cap ``10·n²`` (at least 10).
+
+    Lemke needs about n to 2n pivots on the problems of this package, but its worst case is
+    exponential: Murty's n × n lower-triangular example (1 on the diagonal, 2 below, b = −1;
+    ``test_lemke``) needs 2ⁿ pivots, 256 for n = 8. ``10·n²`` covers that example up to n = 9
+    and bounds a solve at O(n⁴) operations (a pivot costs O(n²)).
+    """
+    return max(10, 10 * n * n)
+
+
+def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12, max_pivots: int | None = None,
+          residual_tol: float = RESIDUAL_TOL, reference: bool = False) -> SolverResult:
     """Solve ``0 ≤ z ⊥ A z + b ≥ 0`` by Lemke's complementary pivoting.
 
     Chardonnet et al. eq. 5 / Bravo & Rengifo eqs. 24–26; Cottle–Pang–Stone Algorithm 4.4.5.
@@ -67,7 +80,12 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12,
 
     At termination the complementary basis is re-solved directly, ``A_BB z_B = −b_B`` on the
     original data, which removes the rounding accumulated over the pivots; the better of the
-    two (by residual) is returned.
+    two (by residual) is returned. The answer is reported ``converged`` only if its residual
+    is at most ``residual_tol·‖b‖∞``; otherwise ``inaccurate``.
+
+    The work is done by the compiled kernel ``solvers.lemke_kernel.lemke_kernel`` (numba);
+    ``reference=True`` runs the numpy implementation of the same steps, which the tests
+    compare it with (equal forces and statuses).
 
     Args:
         A: (n, n) matrix; n may be 0.
@@ -75,19 +93,22 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12,
         covering: covering vector d (n,), every entry > 0; default ones.
         pivot_tol: entering-column entries ≤ pivot_tol (scaled problem) are not pivots.
         max_pivots: cap on pivots, including the first one that brings z0 in; default
-            ``10·(n + 1)``. Lemke needs about n to 2n pivots on the problems of this package;
-            the worst case is exponential, so a cap is needed and hitting it is reported.
+            :func:`default_max_pivots` (``10·n²``). Hitting it is reported.
+        residual_tol: a terminal basis is ``converged`` iff
+            ``max|min(z, w)| ≤ residual_tol·‖b‖∞`` (default :data:`RESIDUAL_TOL` = 1e-9).
+        reference: run the numpy reference instead of the compiled kernel.
 
     Returns:
         SolverResult with ``x = z`` (clipped at 0) and ``w = A z + b`` recomputed from it;
         ``iterations`` = pivots; ``residual = maxᵢ |min(zᵢ, wᵢ)|``, zero iff z solves the LCP
         (it bounds the negativity too: ``|min(zᵢ, wᵢ)| ≥ max(−zᵢ, −wᵢ, 0)``). Status
         ``converged``, ``ray_termination`` (the entering column had no positive entry; x is
-        the current almost-complementary point with z0 dropped) or ``max_pivots``.
+        the current almost-complementary point with z0 dropped), ``max_pivots`` or
+        ``inaccurate`` (normal termination whose answer misses the residual tolerance).
 
     Raises:
         InputError: A not square, b or covering of the wrong length, NaN/Inf, covering not
-            > 0, pivot_tol not > 0, max_pivots not a non-negative integer.
+            > 0, pivot_tol or residual_tol not > 0, max_pivots not a non-negative integer.
     """
     A = as_square_matrix(A, _WHO)
     n = A.shape[0]
@@ -100,8 +121,21 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12,
             raise InputError(BAD_VALUE.format(who=_WHO, name="covering", value=d.min(),
                                               expected="> 0 in every entry"))
     pivot_tol = check_positive(pivot_tol, _WHO, "pivot_tol")
-    max_pivots = 10 * (n + 1) if max_pivots is None else check_count(max_pivots, _WHO,
-                                                                     "max_pivots")
+    residual_tol = check_positive(residual_tol, _WHO, "residual_tol")
+    max_pivots = default_max_pivots(n) if max_pivots is None else check_count(
+        max_pivots, _WHO, "max_pivots")
+    if reference:
+        return _lemke_numpy(A, b, d, pivot_tol, max_pivots, residual_tol)
+    A, b, d = (np.ascontiguousarray(x) for x in (A, b, d))
+    z, w = np.empty(n), np.empty(n)
+    status, pivots, res = lemke_kernel(A, b, d, pivot_tol, max_pivots, residual_tol, z, w,
+                                       np.empty(n, dtype=np.bool_))
+    return SolverResult(z, w, status == 0, STATUSES[status], pivots, res)
+
+
+def _lemke_numpy(A, b, d, pivot_tol, max_pivots, residual_tol) -> SolverResult:
+    """The numpy reference of :func:`lemke` (validated input)."""
+    n = A.shape[0]
     if n == 0 or b.min() >= 0.0:  # z = 0 is a solution: w = b ≥ 0
         z = np.zeros(n)
         return SolverResult(z, b.copy(), True, STATUS_CONVERGED, 0, _residual(z, b))
@@ -110,9 +144,7 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12,
     alpha = float(np.abs(A).max()) or 1.0
     beta = float(np.abs(b).max())
     # Tableau rows: w − A' z − d z0 = b'. Columns: w 0..n−1, z n..2n−1, z0 2n, rhs 2n+1.
-    # BLAS dger updates the tableau in place through its Fortran-ordered transpose view.
     T = np.empty((n, 2 * n + 2))
-    TT = T.T
     T[:, :n] = np.eye(n)
     T[:, n:2 * n] = A * (-1.0 / alpha)
     T[:, 2 * n] = -d / np.abs(d).max()
@@ -143,10 +175,11 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12,
                 if ratios[ratios.argmin()] <= best + _TIE_TOL * max(1.0, abs(best)):
                     ratios[r] = best
                     r = _leaving_row(T, ratios, col, n, z0_row)
-            # Pivot on (r, entering): T ← T − col·prowᵀ, then row r ← prow.
+            # Pivot on (r, entering): T ← T − col·prowᵀ, then row r ← prow. (Elementwise, no
+            # BLAS: the compiled kernel does the same operations, so the two agree bitwise.)
             prow = T[r] * (1.0 / col[r])
             col[r] = 0.0
-            _dger(-1.0, prow, col, a=TT, overwrite_a=True)
+            T -= np.multiply.outer(col, prow)
             T[r] = prow
             leaving = basis[r]
             basis[r] = entering
@@ -167,8 +200,7 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12,
     res = _residual(z, w)
     if status == STATUS_CONVERGED and res > _POLISH_TOL * beta:
         z, w, res = _polish(A, b, basis[is_z] - n, z, w, res)
-    if status == STATUS_CONVERGED and (res > _ACCEPT_TOL * max(1.0, np.abs(b).max())
-                                       or w.min() < -_ACCEPT_TOL * max(1.0, np.abs(b).max())):
+    if status == STATUS_CONVERGED and res > residual_tol * beta:
         status = STATUS_INACCURATE
     return SolverResult(z, w, status == STATUS_CONVERGED, status, pivots, res)
 
@@ -202,9 +234,9 @@ def _polish(A, b, zb, z, w, res):
     """Re-solve the final complementary basis ``A_BB z_B = −b_B``; keep it if it is better."""
     if zb.size == 0:
         return z, w, res
-    try:
-        zB = np.linalg.solve(A[np.ix_(zb, zb)], -b[zb])
-    except np.linalg.LinAlgError:
+    zb = np.sort(zb)
+    zB = gauss_solve(A[np.ix_(zb, zb)], -b[zb])
+    if zB is None:
         return z, w, res
     z2 = np.zeros_like(z)
     z2[zb] = np.maximum(zB, 0.0)

@@ -79,3 +79,29 @@ def min_norm_solve(G: np.ndarray, r: np.ndarray, rtol: float = 1e-10) -> MinNorm
 @lru_cache(maxsize=64)
 def _strict_lower(n: int) -> np.ndarray:
     return np.tril(np.ones((n, n), dtype=bool), -1)
+
+
+def gauss_solve(M: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
+    """``M⁻¹ rhs`` by Gaussian elimination with partial pivoting; None if a pivot is exactly
+    zero or the result is not finite.
+
+    The numpy twin of the compiled ``lemke_kernel.lu_solve``: the same operations in the same
+    order, so that the numpy references of the solvers and their compiled kernels resolve a
+    nearly singular system (a degenerate LCP basis, whose solution is not unique) alike.
+    """
+    U, y = M.copy(), rhs.copy()
+    n = len(y)
+    for k in range(n):
+        p = k + int(np.abs(U[k:, k]).argmax())
+        if U[p, k] == 0.0:
+            return None
+        if p != k:
+            U[[k, p], k:] = U[[p, k], k:]
+            y[[k, p]] = y[[p, k]]
+        f = U[k + 1:, k] / U[k, k]
+        U[k + 1:, k + 1:] -= np.multiply.outer(f, U[k, k + 1:])
+        y[k + 1:] -= f * y[k]
+    for i in range(n - 1, -1, -1):
+        y[i] /= U[i, i]
+        y[:i] -= U[:i, i] * y[i]
+    return y if np.isfinite(y).all() else None

@@ -1,0 +1,256 @@
+"""Compiled (numba) Lemke pivoting and complementary-basis solves.
+
+``lemke_kernel`` performs exactly the steps of the numpy reference ``solvers.lemke`` (with
+``reference=True``; Cottle–Pang–Stone Algorithm 4.4.5 with the lexicographic ratio test, the
+terminal-basis polish and the residual acceptance test) in the same floating-point order, so
+the two agree to rounding; ``test_lemke`` checks it on random and captured problems.
+``basis_solve`` is the terminal-basis re-solve on its own: given a guessed complementary basis
+(e.g. the previous step's), it returns the LCP solution of that basis if it is one.
+
+Inputs are trusted (the callers validate them): float64 C-contiguous arrays, no NaN.
+Status codes: 0 converged, 1 ray termination, 2 pivot cap, 3 inaccurate (the order of
+``solvers.lemke.STATUSES``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Two ratios of the minimum-ratio test count as tied when they differ by less than this (in the
+# scaled problem, where max|A| = max|b| = 1); ties go to the lexicographic rule.
+TIE_TOL = 1e-12
+# The final basis is re-solved from the original data when the residual exceeds this · max|b|.
+POLISH_TOL = 1e-13
+
+CONVERGED, RAY, MAX_PIVOTS, INACCURATE = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def lu_solve(M, rhs, x):
+    """Solve ``M x = rhs`` by Gaussian elimination with partial pivoting (M, rhs copied).
+
+    Returns False (x untouched) when a pivot is exactly zero or the result is not finite.
+    ``solvers.lemke._lu_solve_numpy`` performs the same operations in the same order.
+    """
+    n = M.shape[0]
+    U = M.copy()
+    y = rhs.copy()
+    for k in range(n):
+        p = k
+        big = abs(U[k, k])
+        for i in range(k + 1, n):
+            if abs(U[i, k]) > big:
+                big = abs(U[i, k])
+                p = i
+        if big == 0.0:
+            return False
+        if p != k:
+            for j in range(k, n):
+                U[k, j], U[p, j] = U[p, j], U[k, j]
+            y[k], y[p] = y[p], y[k]
+        piv = U[k, k]
+        for i in range(k + 1, n):
+            f = U[i, k] / piv
+            if f != 0.0:  # subtracting 0·x changes nothing: skipping it is exact
+                for j in range(k + 1, n):
+                    U[i, j] -= f * U[k, j]
+                y[i] -= f * y[k]
+    for i in range(n - 1, -1, -1):  # column-oriented back substitution
+        y[i] /= U[i, i]
+        for j in range(i):
+            y[j] -= U[j, i] * y[i]
+    for i in range(n):
+        if not np.isfinite(y[i]):
+            return False
+    x[:] = y
+    return True
+
+
+@njit(cache=True)
+def lcp_residual(A, b, z, w):
+    """``w ← A z + b`` and return ``maxᵢ |min(zᵢ, wᵢ)|``."""
+    n = b.shape[0]
+    res = 0.0
+    for i in range(n):
+        s = b[i]
+        for j in range(n):
+            s += A[i, j] * z[j]
+        w[i] = s
+        r = abs(min(z[i], s))
+        if r > res:
+            res = r
+    return res
+
+
+@njit(cache=True)
+def basis_solve(A, b, zmask, z, w):
+    """Solve the complementary basis ``zmask``: ``A_BB z_B = −b_B``, ``z_N = 0``.
+
+    Fills z (clipped at 0) and ``w = A z + b``; returns ``(ok, residual)`` with ok False when
+    ``A_BB`` is singular (z = 0 then) and ``residual = maxᵢ |min(zᵢ, wᵢ)|``.
+    """
+    n = b.shape[0]
+    k = 0
+    for i in range(n):
+        if zmask[i]:
+            k += 1
+    idx = np.empty(k, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if zmask[i]:
+            idx[k] = i
+            k += 1
+    M = np.empty((k, k))
+    rhs = np.empty(k)
+    for a in range(k):
+        rhs[a] = -b[idx[a]]
+        for c in range(k):
+            M[a, c] = A[idx[a], idx[c]]
+    zb = np.empty(k)
+    z[:] = 0.0
+    ok = lu_solve(M, rhs, zb)
+    if ok:
+        for a in range(k):
+            z[idx[a]] = max(zb[a], 0.0)
+    return ok, lcp_residual(A, b, z, w)
+
+
+@njit(cache=True)
+def _leaving_row(T, q, col, n, candidates, z0_row):
+    """Minimum-ratio test with the lexicographic tie-break (Cottle–Pang–Stone §4.9).
+
+    ``candidates`` marks the rows with ``col_i`` above the pivot tolerance. Returns -1 if none.
+    """
+    best = np.inf
+    for i in range(n):
+        if candidates[i]:
+            ratio = q[i] / col[i]
+            if ratio < best:
+                best = ratio
+    if best == np.inf:
+        return -1
+    lim = best + TIE_TOL * max(1.0, abs(best))
+    rows = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if candidates[i] and q[i] / col[i] <= lim:
+            rows[k] = i
+            k += 1
+    if k == 1:
+        return rows[0]
+    for a in range(k):
+        if rows[a] == z0_row:  # z0 leaves: a solution, so no cycling can follow
+            return z0_row
+    # Lexicographic minimum of the rows of B⁻¹ (the identity block of the tableau) over col.
+    for j in range(n):
+        best = np.inf
+        for a in range(k):
+            r = T[rows[a], j] / col[rows[a]]
+            if r < best:
+                best = r
+        lim = best + TIE_TOL * max(1.0, abs(best))
+        kk = 0
+        for a in range(k):
+            if T[rows[a], j] / col[rows[a]] <= lim:
+                rows[kk] = rows[a]
+                kk += 1
+        k = kk
+        if k == 1:
+            break
+    return rows[0]
+
+
+@njit(cache=True)
+def lemke_kernel(A, b, d, pivot_tol, max_pivots, residual_tol, z, w, zmask):
+    """Lemke's algorithm on ``0 ≤ z ⊥ A z + b ≥ 0`` (see ``solvers.lemke``).
+
+    Fills z (clipped at 0), ``w = A z + b`` and ``zmask`` (the z variables of the terminal
+    basis); returns ``(status, pivots, residual)``.
+    """
+    n = b.shape[0]
+    zmask[:] = False
+    if n == 0 or b.min() >= 0.0:  # z = 0 is a solution: w = b ≥ 0
+        z[:] = 0.0
+        return CONVERGED, 0, lcp_residual(A, b, z, w)
+    alpha = np.abs(A).max()
+    if alpha == 0.0:
+        alpha = 1.0
+    beta = np.abs(b).max()
+    dmax = np.abs(d).max()
+    m = 2 * n + 2
+    T = np.zeros((n, m))
+    inv_alpha = -1.0 / alpha
+    inv_beta = 1.0 / beta
+    for i in range(n):
+        T[i, i] = 1.0
+        for j in range(n):
+            T[i, n + j] = A[i, j] * inv_alpha
+        T[i, 2 * n] = -d[i] / dmax
+        T[i, 2 * n + 1] = b[i] * inv_beta
+    basis = np.arange(n)
+    z0_col = 2 * n
+    rhs = 2 * n + 1
+    q = np.empty(n)
+    col = np.empty(n)
+    prow = np.empty(m)
+    cand = np.empty(n, dtype=np.bool_)
+    for i in range(n):
+        q[i] = T[i, rhs]
+        col[i] = -T[i, z0_col]
+        cand[i] = True
+    r = _leaving_row(T, q, col, n, cand, -1)
+    entering = z0_col
+    pivots = 0
+    status = MAX_PIVOTS
+    z0_row = -1
+    while pivots < max_pivots:
+        for i in range(n):
+            col[i] = T[i, entering]
+            q[i] = T[i, rhs]
+        if pivots:  # the first pivot is forced (z0 on row r)
+            for i in range(n):
+                cand[i] = col[i] > pivot_tol
+            r = _leaving_row(T, q, col, n, cand, z0_row)
+            if r < 0:  # no positive entry: secondary ray
+                status = RAY
+                break
+        inv = 1.0 / col[r]
+        for j in range(m):
+            prow[j] = T[r, j] * inv
+        col[r] = 0.0
+        for i in range(n):
+            c = col[i]
+            if c != 0.0:  # subtracting 0·x changes nothing: skipping it is exact
+                for j in range(m):
+                    T[i, j] -= c * prow[j]
+        for j in range(m):
+            T[r, j] = prow[j]
+        leaving = basis[r]
+        basis[r] = entering
+        pivots += 1
+        if entering == z0_col:
+            z0_row = r
+        if leaving == z0_col:
+            status = CONVERGED
+            break
+        entering = leaving + n if leaving < n else leaving - n
+
+    scale = beta / alpha
+    z[:] = 0.0
+    for i in range(n):
+        if n <= basis[i] < 2 * n:
+            z[basis[i] - n] = max(T[i, rhs] * scale, 0.0)
+            zmask[basis[i] - n] = True
+    res = lcp_residual(A, b, z, w)
+    if status == CONVERGED and res > POLISH_TOL * beta:
+        z2 = np.empty(n)
+        w2 = np.empty(n)
+        ok, res2 = basis_solve(A, b, zmask, z2, w2)
+        if ok and res2 < res:
+            z[:] = z2
+            w[:] = w2
+            res = res2
+    if status == CONVERGED and res > residual_tol * beta:
+        status = INACCURATE
+    return status, pivots, res
