@@ -34,34 +34,53 @@ One step at (q, v), in contact frames ``[t₁, t₂, n]``, over the candidates `
    into the normal column (exact cone, a non-symmetric LCP). Solved with the Fischer–Burmeister
    semismooth Newton method (Bravo & Rengifo eq. 17–18, ``solvers.fischer_burmeister_lcp``);
    if it fails, with Lemke (counted in ``lemke_fallbacks``). Fischer–Burmeister is warm started
-   from the last committed solution when the active set and stick/slide flags are unchanged.
+   from the last committed solution (per contact id) when the stick/slide flags are unchanged.
    A sliding point whose friction would reverse its slip within the step
    (``ṗ_t·(ṗ_t + dt p̈_t) < 0``) comes to rest in it: it is re-solved once as sticking (the
    slide → stick transition; without it the slip direction chatters from step to step).
 
    Our additions, because semi-implicit Euler drifts off an acceleration-level constraint
-   (the paper's target is ``a_n = 0``): the stabilised normal target
+   (the paper's target is ``a_n = 0``): the normal target is the acceleration that brings the
+   normal velocity to a stabilised value by the end of the step,
 
-       a_n = min(−2ζω φ̇ − ω² φ,  −(φ̇ + φ/dt)/dt)
+       a_n = (v_n* − φ̇)/dt,   v_n* = −max(φ, 0)/dt − β_s min(φ, 0)/dt
 
-   (ζ = ``baumgarte_zeta``, ω = ``baumgarte_omega``). The first term is Baumgarte's: a
-   penetrating or approaching point obeys ``φ̈ = −2ζω φ̇ − ω² φ`` while the contact pushes. The
-   second only forbids crossing the surface within the step (``φ̇⁺ ≥ −φ/dt``); the minimum
-   keeps the weaker of the two, so a point above the ground or separating is never pushed by
-   the Baumgarte term (it would otherwise act as a spring on a rebounding ball inside the
-   margin and add energy to it). The sticking
-   target ``p̈_t = −ṗ_t/dt`` removes the residual tangential velocity in one step (with
-   ``v⁺ = v + dt v̇`` this is ``ṗ_t⁺ = 0``, the velocity-level sticking of §2.3).
+   (β_s = ``stabilization``; the velocity bias of docs/methods.md §2.3 step 3). A resting
+   contact (φ = φ̇ = 0) gets the paper's ``a_n = 0``. A point above the ground may close its gap
+   within the step but not cross it; a point that still approaches (slower than the impact
+   threshold) is stopped within the step, a plastic micro-impact, as the sticking target below
+   stops tangential motion; a penetration left by the integration drift is removed by the
+   fraction β_s per step, which never pushes a point that already separates faster.
+   We first used Baumgarte's target ``min(−2ζωφ̇ − ω²φ, −(φ̇ + φ/dt)/dt)`` (ω = 50 rad/s,
+   ζ = 1). It let a point that touches down slower than the impact threshold sink (45 µm for a
+   box landing at 6.7 mm/s) and then pushed it back out over ~1/ω, the contact doing positive
+   work on the rising body: energy came out of the constraint at every soft touch-down. With
+   the target above, the contact force does positive work only while removing a penetration,
+   at most ``f_n·β_s|φ|`` per step, so a touch-down can gain at most the potential energy of
+   lifting the supported weight by the largest penetration (``m g max|φ|``; micrometres here).
+   As in gauss_seidel (docs/methods.md §2.3 step 3), ``b`` omits the drift ``J̇_c q̇`` of the
+   paper's ``B_c`` by default (``drift_term = false``): the targets then bound ``J_c v⁺``, the
+   velocity along the same Jacobian as the force, so the contact does no work on the robot
+   except through the stabilisation (with the drift, +158 J on a limp biped dropped from 5 cm).
+   The sticking target ``p̈_t = −ṗ_t/dt`` removes the residual tangential velocity in one step
+   (with ``v⁺ = v + dt v̇`` this is ``ṗ_t⁺ = 0``, the velocity-level sticking of §2.3).
    ``b`` is evaluated at the velocity before the impact (first-order error in the impact step).
    And ``ε·I`` (``regularization``, relative to the mean diagonal of G) on the force blocks:
    the facet block ``DᵀG_ttD`` has rank 2 < d and coplanar sole points make ``G_nn`` singular,
    so the LCP is degenerate and semismooth Newton stalls on it; ε = 1e-6 changes the contact
    accelerations by ``ε·f`` only.
+
+   Solving (compiled, ``acceleration_lcp_kernel``): first the complementary basis of the
+   previous step (stored per contact id, used when the stick/slide flags are unchanged) is
+   re-solved on the new data; it is taken if it meets Fischer–Burmeister's own convergence
+   test ``‖Φ‖∞ ≤ tol`` (it is then the point a Newton step from the previous solution
+   reaches: ``warm_starts``). Otherwise Fischer–Burmeister, warm started from the previous
+   solution, then Lemke as above.
 4. Painlevé (no solution of the acceleration LCP with sliding friction): when Fischer–Burmeister
    and Lemke both fail, the step is counted in ``painleve_events`` and resolved impulsively
    (the "tangential impact" fallback): the exact velocity-level Coulomb law of §2.3 step 3
    (``solvers.gauss_seidel_coulomb``) over the active points, with the normal bias
-   ``max(φ, 0)/dt + ω·dt·min(φ, 0)/dt``, returned as impulse/dt. The same fallback resolves a
+   ``max(φ, 0)/dt + β_s min(φ, 0)/dt``, returned as impulse/dt. The same fallback resolves a
    step whose impact LCP failed (``impact_failures``).
 
 The force returned for the step is ``p_I/dt + f`` on the candidates (zero elsewhere).
@@ -73,30 +92,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from biped_contact_sim.contact.acceleration_lcp_kernel import (
+    ACC_STATS,
+    acceleration_lcp_kernel,
+)
 from biped_contact_sim.contact.base import ContactModel, ContactResult, ContactState, positive
-from biped_contact_sim.contact.gauss_seidel import newton_impact, normal_bias, unit_interval
+from biped_contact_sim.contact.gauss_seidel import contact_keys, positive_count, unit_interval
 from biped_contact_sim.contact.time_stepping import DIRECTIONS, friction_directions
 from biped_contact_sim.errors import ConfigError
-from biped_contact_sim.solvers import fischer_burmeister_lcp, gauss_seidel_coulomb, lemke
+from biped_contact_sim.solvers.lemke import RESIDUAL_TOL
+from biped_contact_sim.solvers.warm_start import KeyedRows
 
 
-def normal_target(phi: np.ndarray, vn: np.ndarray, dt: float, omega: float,
-                  zeta: float) -> np.ndarray:
+def normal_target(phi: np.ndarray, vn: np.ndarray, dt: float, beta: float) -> np.ndarray:
     """Lower bound ``a_n`` of the normal acceleration, ``p̈_n ≥ a_n`` (module docstring, step 3).
 
-    ``a_n = min(−2ζω φ̇ − ω² φ, −(φ̇ + φ/dt)/dt)``: the Baumgarte target, relaxed to "do not
-    cross the surface within this step" (``φ̇⁺ ≥ −φ/dt``) whenever that is weaker, so that a
-    point above the ground or separating is never pushed by the Baumgarte term.
+    ``a_n = (v_n* − φ̇)/dt`` with ``v_n* = −max(φ, 0)/dt − β min(φ, 0)/dt``: the end-of-step
+    normal velocity may not be below v_n* (close a gap within the step, never cross; stop an
+    approach; remove the fraction β of a penetration).
     """
-    baumgarte = -2.0 * zeta * omega * vn - omega ** 2 * phi
-    no_crossing = -(vn + phi / dt) / dt
-    return np.minimum(baumgarte, no_crossing)
-
-
-def _positive_int(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} = {value!r} must be an integer >= 1")
-    return value
+    return (-(np.maximum(phi, 0.0) + beta * np.minimum(phi, 0.0)) / dt - vn) / dt
 
 
 @dataclass(frozen=True)
@@ -110,8 +125,8 @@ class AccelerationLCPSettings:
             candidate with ``|φ̇|`` below it is a resting contact.
         slip_velocity: tangential speed [m/s] below which an active point sticks.
         directions: facets d of the sticking cone (4 or 8).
-        baumgarte_omega: ω [rad/s] of the normal drift stabilisation (our addition).
-        baumgarte_zeta: ζ of the normal drift stabilisation (our addition).
+        stabilization: β_s ∈ [0, 1], fraction of a penetration removed per step by the normal
+            target (our addition, module docstring step 3).
         tolerance: Fischer–Burmeister tolerance on ``‖Φ‖∞``, relative to ``max(1, ‖q‖∞)``.
         max_iterations: Fischer–Burmeister iteration cap.
         zeno_velocity: rebound speeds below this [m/s] are made plastic (Zeno).
@@ -122,6 +137,8 @@ class AccelerationLCPSettings:
         gs_max_sweeps: sweep cap of the impulsive fallback.
         regularization: ε, relative diagonal compliance of the LCP force blocks (our
             addition; makes the degenerate facet and coplanar-point blocks non-singular).
+        drift_term: keep the paper's ``J̇_c q̇`` in ``b`` (not energy-consistent; module
+            docstring step 3).
     """
 
     restitution: float = 0.0
@@ -129,8 +146,7 @@ class AccelerationLCPSettings:
     impact_velocity_threshold: float = 1e-2
     slip_velocity: float = 1e-3
     directions: int = 4
-    baumgarte_omega: float = 50.0
-    baumgarte_zeta: float = 1.0
+    stabilization: float = 0.2
     tolerance: float = 1e-10
     max_iterations: int = 50
     zeno_velocity: float = 0.05
@@ -140,6 +156,7 @@ class AccelerationLCPSettings:
     gs_tolerance: float = 1e-10
     gs_max_sweeps: int = 100
     regularization: float = 1e-6
+    drift_term: bool = False
 
     def __post_init__(self):
         p = "acceleration_lcp."
@@ -151,17 +168,18 @@ class AccelerationLCPSettings:
         if isinstance(self.directions, bool) or self.directions not in DIRECTIONS:
             raise ConfigError(f"{p}directions = {self.directions!r} must be one of "
                               + ", ".join(map(str, DIRECTIONS)))
-        positive(p + "baumgarte_omega", self.baumgarte_omega, allow_zero=True)
-        positive(p + "baumgarte_zeta", self.baumgarte_zeta, allow_zero=True)
+        unit_interval(p + "stabilization", self.stabilization)
         positive(p + "tolerance", self.tolerance)
-        _positive_int(p + "max_iterations", self.max_iterations)
+        positive_count(p + "max_iterations", self.max_iterations)
         positive(p + "zeno_velocity", self.zeno_velocity, allow_zero=True)
-        _positive_int(p + "zeno_max_impacts", self.zeno_max_impacts)
+        positive_count(p + "zeno_max_impacts", self.zeno_max_impacts)
         positive(p + "zeno_window", self.zeno_window, allow_zero=True)
         positive(p + "pivot_tol", self.pivot_tol)
         positive(p + "gs_tolerance", self.gs_tolerance)
-        _positive_int(p + "gs_max_sweeps", self.gs_max_sweeps)
+        positive_count(p + "gs_max_sweeps", self.gs_max_sweeps)
         positive(p + "regularization", self.regularization, allow_zero=True)
+        if not isinstance(self.drift_term, bool):
+            raise ConfigError(f"{p}drift_term = {self.drift_term!r} must be true or false")
 
 
 class AccelerationLCPContact(ContactModel):
@@ -169,29 +187,40 @@ class AccelerationLCPContact(ContactModel):
 
     Statistics per step: ``candidates``, ``active``, ``sliding``, ``system_size`` (size of the
     acceleration LCP, a + (d + 1)·sticking), ``impacts``, ``zeno_events``,
-    ``impact_failures``, ``solver_iterations`` (Fischer–Burmeister), ``solver_failures`` (0/1:
-    Fischer–Burmeister failed), ``lemke_fallbacks`` (0/1: Lemke solved it instead),
-    ``painleve_events`` (0/1: no solution, impulsive fallback), ``residual``
-    (``max |min(z, w)|`` of the LCP, or the Coulomb residual of the fallback).
+    ``impact_failures``, ``solver_iterations`` (Fischer–Burmeister), ``warm_starts`` (0/1: the
+    previous basis solved it), ``solver_failures`` (0/1: Fischer–Burmeister failed),
+    ``lemke_fallbacks`` (0/1: Lemke solved it instead), ``painleve_events`` (0/1: no solution,
+    impulsive fallback), ``residual`` (``‖Φ‖∞`` or ``max |min(z, w)|`` of the LCP, or the
+    Coulomb residual of the fallback).
     """
 
     name = "acceleration_lcp"
     Settings = AccelerationLCPSettings
     integrators = ("semi_implicit_euler",)
+    #: statistics that count events a user must be warned about
+    warning_stats = ("impact_failures", "solver_failures", "painleve_events", "zeno_events")
 
     def reset(self, n_points: int) -> None:
+        s = self.settings
         self._t = 0.0  # committed time, for the Zeno window
-        # Warm start of Fischer–Burmeister: (active points and sticking flags, z) of the last
-        # committed step; used only when the next LCP has the same structure.
-        self._warm: tuple | None = None
-        self._warm_next: tuple | None = None
-        # Times of each point's last impacts (ring buffer), −inf when none.
-        self._impacts = np.full((n_points, self.settings.zeno_max_impacts), -np.inf)
+        self._all = np.arange(n_points)
+        self._D = np.ascontiguousarray(friction_directions(s.directions))
+        # Warm start per contact id: (f_n, β, λ), their basis flags, sticking.
+        self._warm = KeyedRows(2 * (2 + s.directions) + 1)
+        # Times of each contact's last impacts (ring buffer, −inf when none), per contact id.
+        self._impacts = KeyedRows(s.zeno_max_impacts)
+        self._params = np.array([s.margin, s.impact_velocity_threshold, s.slip_velocity,
+                                 s.stabilization, s.tolerance, s.max_iterations, s.pivot_tol,
+                                 RESIDUAL_TOL, s.gs_tolerance, s.gs_max_sweeps,
+                                 s.regularization], dtype=float)
 
     def lcp(self, state: ContactState, idx: np.ndarray, vc: np.ndarray,
             sticking: np.ndarray | None = None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The acceleration LCP of step 3 over the active points ``idx``.
+
+        The readable numpy form; the step uses the compiled
+        ``acceleration_lcp_kernel.build_lcp_kernel`` (tested equal).
 
         Args:
             state: the contact state.
@@ -207,6 +236,8 @@ class AccelerationLCPContact(ContactModel):
         s = self.settings
         a, d = idx.size, s.directions
         G, b = state.delassus(idx)
+        if not s.drift_term:
+            b = b - state.gamma_c[(3 * idx[:, None] + np.arange(3)).ravel()]
         vt = vc[:, :2]
         speed = np.sqrt((vt * vt).sum(axis=1))
         if sticking is None:
@@ -227,15 +258,11 @@ class AccelerationLCPContact(ContactModel):
         n_z = a + (d + 1) * ns
         A = np.zeros((n_z, n_z))
         q = np.zeros(n_z)
-        omega, zeta = s.baumgarte_omega, s.baumgarte_zeta
         A[:a, :a + d * ns] += GB[2::3]
-        # Our addition: a tiny compliance on the force blocks. The facet block DᵀG_ttD has rank
-        # 2 < d and coplanar points make G_nn singular, so the LCP's solution is not unique and
-        # the semismooth Newton Jacobian is singular there; ε·I (relative to the mean diagonal
-        # of G) picks the least-norm-like solution and changes accelerations by ε·f only.
+        # Our addition: a tiny compliance on the force blocks (module docstring).
         eps = s.regularization * max(float(np.mean(np.diag(G))), 0.0)
         A[np.arange(a + d * ns), np.arange(a + d * ns)] += eps
-        q[:a] = b[2::3] - normal_target(state.phi[idx], vc[:, 2], state.dt, omega, zeta)
+        q[:a] = b[2::3] - normal_target(state.phi[idx], vc[:, 2], state.dt, s.stabilization)
         for k, i in enumerate(stick):
             rows = slice(a + d * k, a + d * (k + 1))
             A[rows, :a + d * ns] += D.T @ GB[3 * i:3 * i + 2]
@@ -248,110 +275,41 @@ class AccelerationLCPContact(ContactModel):
 
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
         s = self.settings
-        m_all, dt = state.n_points, state.dt
-        if getattr(self, "_impacts", None) is None or len(self._impacts) != m_all:
+        phi = np.ascontiguousarray(state.phi)  # one compiled signature (a view is strided)
+        m_all, dt = phi.shape[0], state.dt
+        if getattr(self, "_warm", None) is None or len(self._all) != m_all:
             self.reset(m_all)
+        keys = contact_keys(state, self._all)
+        vc = np.ascontiguousarray(state.vc)
+        e = np.full(m_all, s.restitution)
+        zeno = 0
+        if s.restitution > 0.0:  # Zeno (step 1): plastic impacts for slow or repeated ones
+            history = np.full((m_all, s.zeno_max_impacts), -np.inf)
+            self._impacts.lookup(keys, history, fill=-np.inf)
+            recent = (history > self._t - s.zeno_window).sum(axis=1)
+            impacting = (vc[:, 2] < -s.impact_velocity_threshold) & (phi <= s.margin) \
+                & (phi + dt * vc[:, 2] <= 0.0)
+            if impacting.any():
+                plastic = impacting & ((s.restitution * -vc[:, 2] < s.zeno_velocity)
+                                       | (recent >= s.zeno_max_impacts))
+                e[plastic] = 0.0
+                zeno = int(plastic.sum())
         f = np.zeros((m_all, 3))
-        stats = {"candidates": 0, "active": 0, "sliding": 0, "system_size": 0, "impacts": 0,
-                 "zeno_events": 0,
-                 "impact_failures": 0, "solver_iterations": 0, "solver_failures": 0,
-                 "lemke_fallbacks": 0, "painleve_events": 0, "residual": 0.0}
-        idx = np.flatnonzero(state.phi <= s.margin)
-        self._warm_next = None
-        if idx.size == 0:
-            if commit:
-                self._t += dt
-                self._warm = None
-            return ContactResult(f, np.zeros(m_all, dtype=bool), stats)
-        m = idx.size
-        G, _ = state.delassus(idx)
-        phi, vc = state.phi[idx], state.vc[idx]
-        # Step 1: impacts, with Zeno detection on the restitution.
-        vn = vc[:, 2]
-        impacting = (vn < -s.impact_velocity_threshold) & (phi + dt * vn <= 0.0)
-        e = np.full(m, s.restitution)
-        if impacting.any() and s.restitution > 0.0:
-            recent = (self._impacts[idx] > self._t - s.zeno_window).sum(axis=1)
-            zeno = impacting & ((s.restitution * -vn < s.zeno_velocity)
-                                | (recent >= s.zeno_max_impacts))
-            e[zeno] = 0.0
-            stats["zeno_events"] = int(zeno.sum())
-        imp = newton_impact(G, vc, phi, dt, e, s.impact_velocity_threshold, s.pivot_tol)
-        stats.update(candidates=m, impacts=int(imp.impacting.sum()),
-                     impact_failures=int(imp.failed))
-        if commit and imp.impacting.any():
-            hit = idx[imp.impacting]
-            self._impacts[hit] = np.roll(self._impacts[hit], 1, axis=1)
-            self._impacts[hit, 0] = self._t
-        # Step 2: the active set, after the impacts: neither rebounding nor still approaching.
-        vn_after = imp.vc[:, 2]
-        act = ~(imp.impacting & (e > 0.0) & (vn_after > s.impact_velocity_threshold)) \
-            & (vn_after >= -s.impact_velocity_threshold)
-        if imp.failed:  # the impulsive fallback takes every candidate (the law separates)
-            act = np.ones(m, dtype=bool)
-        f_c = np.zeros((m, 3))
-        if act.any():
-            sub = np.flatnonzero(act)
-            if imp.failed:
-                f_c[sub] = self._impulsive(state, idx[sub], imp.vc[sub], stats)
-            else:
-                f_c[sub] = self._accelerations(state, idx[sub], imp.vc[sub], stats)
-        f_c[:, 2] += imp.p / dt
-        f[idx] = f_c
-        stats["active"] = int(act.sum())
+        hit = np.empty(m_all, dtype=bool)
+        stats = np.empty(len(ACC_STATS))
+        G, b = state.delassus(self._all)
+        if not s.drift_term:
+            b = b - state.gamma_c  # module docstring, step 3
+        rows = np.empty((m_all, self._warm.width))
+        acceleration_lcp_kernel(G, b, vc, phi, state.mu, e, dt, self._D, self._params,
+                                self._warm.keys, self._warm.rows, keys, f, hit, rows, stats)
+        stats[5] = zeno
         if commit:
+            self._warm.store(keys, rows)
+            if s.restitution > 0.0:
+                if hit.any():
+                    history[hit] = np.roll(history[hit], 1, axis=1)
+                    history[hit, 0] = self._t
+                self._impacts.store(keys, history)
             self._t += dt
-            self._warm, self._warm_next = self._warm_next, None
-        active = np.zeros(m_all, dtype=bool)
-        active[idx] = f_c[:, 2] > 0.0
-        return ContactResult(f, active, stats)
-
-    def _accelerations(self, state: ContactState, idx: np.ndarray, vc: np.ndarray,
-                       stats: dict) -> np.ndarray:
-        """Step 3 (FB, then Lemke), or step 4 when neither solves it; forces (a, 3)."""
-        s, dt = self.settings, state.dt
-        sticking = None
-        G, b = state.delassus(idx)
-        for _ in range(2):
-            A, q, B, sticking = self.lcp(state, idx, vc, sticking)
-            # Relative tolerance: Φ mixes accelerations and forces whose scale is that of q.
-            tol = s.tolerance * max(1.0, float(np.abs(q).max(initial=0.0)))
-            key = (tuple(idx), tuple(sticking))
-            z0 = self._warm[1] if self._warm is not None and self._warm[0] == key else None
-            sol = fischer_burmeister_lcp(A, q, z0=z0, tol=tol, max_iter=s.max_iterations)
-            stats["solver_iterations"] += sol.iterations
-            if not sol.converged:
-                stats["solver_failures"] = 1
-                sol = lemke(A, q, pivot_tol=s.pivot_tol)
-                if sol.converged:
-                    stats["lemke_fallbacks"] = 1
-            if not sol.converged:
-                stats["painleve_events"] = 1
-                return self._impulsive(state, idx, vc, stats)
-            f = (B @ np.maximum(sol.x, 0.0)[:B.shape[1]]).reshape(-1, 3)
-            # Slide → stick within the step: a sliding point whose friction would reverse its
-            # slip by the end of the step (ṗ_t·(ṗ_t + dt p̈_t) < 0) comes to rest in it, so it is
-            # solved again as sticking (once; the polyhedral cone then caps its friction).
-            acc = (G @ f.ravel() + b).reshape(-1, 3)
-            vt = vc[:, :2]
-            reverses = ~sticking & ((vt * (vt + dt * acc[:, :2])).sum(axis=1) < 0.0)
-            if not reverses.any():
-                break
-            sticking = sticking | reverses
-        stats["sliding"] = int((~sticking).sum())
-        stats["system_size"] = len(q)
-        stats["residual"] = float(sol.residual)
-        self._warm_next = (key, np.maximum(sol.x, 0.0))
-        return f
-
-    def _impulsive(self, state: ContactState, idx: np.ndarray, vc: np.ndarray,
-                   stats: dict) -> np.ndarray:
-        """Step 4: exact velocity-level Coulomb impulse over one step, returned as impulse/dt."""
-        s, dt = self.settings, state.dt
-        G, b = state.delassus(idx)
-        c = dt * b + vc.ravel()
-        c[2::3] += normal_bias(state.phi[idx], dt, min(1.0, s.baumgarte_omega * dt))
-        sol = gauss_seidel_coulomb(G, c, state.mu[idx], tol=s.gs_tolerance,
-                                   max_sweeps=s.gs_max_sweeps)
-        stats["residual"] = float(sol.residual)
-        return sol.x.reshape(-1, 3) / dt
+        return ContactResult(f, f[:, 2] > 0.0, dict(zip(ACC_STATS, stats.tolist(), strict=True)))

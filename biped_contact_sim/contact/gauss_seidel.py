@@ -29,10 +29,20 @@ One step at the state (q, v), in contact frames ``[t₁, t₂, n]``:
 3. Friction at the velocity level (eqs. 9–10): the impulse ``P = dt·f`` satisfies the exact 3-D
    Coulomb law (separate / stick / slide, no cone facets) for
 
-       v_c⁺ = G P + c,   c = dt·b + v_c' + bias·n,
+       v_c⁺ = G P + c,   c = dt·b_v + v_c' + bias·n,
 
    solved by Gauss–Seidel over contacts (Algorithm 1; ``solvers.gauss_seidel_coulomb``), warm
-   started from the previous step's forces.
+   started from the previous step's forces (per contact id).
+
+   Our deviation from eq. 10: ``b_v = J_c M⁻¹(Sᵀτ − h)``, the paper's ``B_c`` without its
+   ``J̇_c q̇`` term (``drift_term = false``, the default). ``v_c⁺`` is then ``J_c(q) v⁺``, the
+   velocity along the same Jacobian as the impulse ``J_cᵀ(q) P``, and the impulse does no work
+   on the robot except through the bias below: over a step it changes the kinetic energy by
+   ``Pᵀv_c⁺ − ½PᵀGP ≤ Σᵢ P_n,i β max(−φ_i, 0)/dt`` (the Coulomb law dissipates), at most the
+   work of lifting the supported load out of its penetration by the fraction β per step. With
+   eq. 10's ``dt·J̇_c q̇`` (``drift_term = true``) the predicted velocity is that at q⁺ to first
+   order, but the impulse then works on the robot by ``−dt Pᵀγ_c`` per step: +119 J on a limp
+   biped dropped from 5 cm, whose whipping feet have a large J̇v.
 
    Our addition (the paper has none): the normal target carries ``bias_i`` so that the normal
    law reads ``0 ≤ P_n ⊥ v_n⁺ + bias ≥ 0`` with ``bias_i = max(φ_i, 0)/dt + β min(φ_i, 0)/dt``.
@@ -53,10 +63,42 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from biped_contact_sim.contact.base import ContactModel, ContactResult, ContactState, positive
 from biped_contact_sim.errors import ConfigError
-from biped_contact_sim.solvers import gauss_seidel_coulomb, lemke
+from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
+from biped_contact_sim.solvers.lemke import RESIDUAL_TOL, STATUSES, default_max_pivots
+from biped_contact_sim.solvers.lemke_kernel import lemke_kernel
+from biped_contact_sim.solvers.warm_start import KeyedRows, match_keys
+
+
+def contact_keys(state: ContactState, idx: np.ndarray) -> np.ndarray:
+    """Contact ids of the points ``idx``: the keys of every per-contact warm start.
+
+    The one place that says what identifies a contact across steps: ``state.ids`` when the
+    contact state carries ids (contact sets that change size and order), else the point index.
+    """
+    ids = getattr(state, "ids", None)
+    return idx if ids is None else np.asarray(ids)[idx]
+
+
+@njit(cache=True)
+def candidates(phi, vc, dt, margin):
+    """Indices of the candidate points: ``φ_i + dt·min(v_n,i, 0) ≤ margin`` (step 1).
+
+    A point that would reach the surface within the step is a candidate even if it starts
+    above the margin, so that it is stopped before it crosses instead of being pushed out of
+    a penetration afterwards.
+    """
+    n = phi.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if phi[i] + dt * min(vc[i, 2], 0.0) <= margin:
+            out[k] = i
+            k += 1
+    return out[:k]
 
 
 def unit_interval(name: str, value: float) -> float:
@@ -64,6 +106,16 @@ def unit_interval(name: str, value: float) -> float:
     value = positive(name, value, allow_zero=True)
     if value > 1.0:
         raise ConfigError(f"{name} = {value!r} must be in [0, 1]")
+    return value
+
+
+def positive_count(name: str, value, allow_none: bool = False):
+    """Validate an integer setting ≥ 1 (or None when allowed), naming it in the error."""
+    if value is None and allow_none:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} = {value!r} must be an integer >= 1"
+                          + (" or null (default)" if allow_none else ""))
     return value
 
 
@@ -79,8 +131,50 @@ class ImpactOutcome:
     p: np.ndarray  # (m,) normal impulses p_I
     vc: np.ndarray  # (m, 3) contact velocities after the impact
     impacting: np.ndarray  # (m,) bool
-    failed: bool  # Lemke did not converge (ray termination or pivot cap)
+    failed: bool  # Lemke did not converge (ray termination, pivot cap or inaccurate)
     status: str
+
+
+@njit(cache=True)
+def impact_kernel(G, vc, phi, dt, e, threshold, pivot_tol, max_pivots, residual_tol, p, vc_out,
+                  impacting):
+    """Compiled body of :func:`newton_impact`; fills p, vc_out, impacting.
+
+    Returns the Lemke status code (``solvers.lemke.STATUSES``), or −1 when there is no
+    impact in this step.
+    """
+    m = phi.shape[0]
+    p[:] = 0.0
+    vc_out[:, :] = vc
+    hit = False
+    for i in range(m):
+        vn = vc[i, 2]
+        impacting[i] = vn < -threshold
+        if impacting[i] and phi[i] + dt * vn <= 0.0:
+            hit = True
+    if not hit:
+        impacting[:] = False
+        return -1
+    Gnn = np.empty((m, m))
+    q = np.empty(m)
+    for i in range(m):
+        vn = vc[i, 2]
+        q[i] = (1.0 + e[i]) * vn if impacting[i] else vn
+        for k in range(m):
+            Gnn[i, k] = G[3 * i + 2, 3 * k + 2]
+    w = np.empty(m)
+    zmask = np.empty(m, dtype=np.bool_)
+    status, _, _ = lemke_kernel(Gnn, q, np.ones(m), pivot_tol, max_pivots, residual_tol, p, w,
+                                zmask)
+    if status != 0:
+        p[:] = 0.0
+        return status
+    for r in range(3 * m):
+        s = 0.0
+        for k in range(m):
+            s += G[r, 3 * k + 2] * p[k]
+        vc_out[r // 3, r % 3] += s
+    return status
 
 
 def newton_impact(G: np.ndarray, vc: np.ndarray, phi: np.ndarray, dt: float,
@@ -93,8 +187,8 @@ def newton_impact(G: np.ndarray, vc: np.ndarray, phi: np.ndarray, dt: float,
     of the step for every candidate (Chardonnet §III), so all approaching candidates impact
     together. ``w = G_nn p_I + q ≥ 0, p_I ≥ 0, p_Iᵀ w = 0`` with ``q_i = (1 + e_i) v_n,i`` for
     the impacting points and ``q_i = v_n,i`` for the other candidates (resting or separating:
-    the impulses of their neighbours must not drive them toward the ground); solved by Lemke.
-    Then ``v_c' = v_c + G_{:,n} p_I`` (eq. 6).
+    the impulses of their neighbours must not drive them toward the ground); solved by Lemke
+    (compiled, :func:`impact_kernel`). Then ``v_c' = v_c + G_{:,n} p_I`` (eq. 6).
 
     If Lemke fails (``failed``), no impulse is applied: the caller's velocity-level phase then
     stops the approach plastically (e = 0), which is the documented fallback.
@@ -109,20 +203,114 @@ def newton_impact(G: np.ndarray, vc: np.ndarray, phi: np.ndarray, dt: float,
         pivot_tol: Lemke pivot tolerance.
     """
     m = len(phi)
-    vn = vc[:, 2]
-    approaching = vn < -threshold
-    if not (approaching & (phi + dt * vn <= 0.0)).any():
-        return ImpactOutcome(np.zeros(m), vc, np.zeros(m, dtype=bool), False, "none")
-    impacting = approaching  # one impact time per step: every approaching candidate (t0)
-    e = np.broadcast_to(np.asarray(restitution, float), (m,))
-    q = np.where(impacting, (1.0 + e) * vn, vn)
-    Gnn = G[2::3, 2::3]
-    sol = lemke(Gnn, q, pivot_tol=pivot_tol)
-    if not sol.converged:
-        return ImpactOutcome(np.zeros(m), vc, impacting, True, sol.status)
-    p = np.maximum(sol.x, 0.0)
-    vc_after = vc + (G[:, 2::3] @ p).reshape(m, 3)
-    return ImpactOutcome(p, vc_after, impacting, False, sol.status)
+    e = np.ascontiguousarray(np.broadcast_to(np.asarray(restitution, float), (m,)))
+    p, vc_after, impacting = np.empty(m), np.empty((m, 3)), np.empty(m, dtype=bool)
+    code = impact_kernel(np.ascontiguousarray(G), np.ascontiguousarray(vc, dtype=float),
+                         np.ascontiguousarray(phi, dtype=float), dt, e, threshold, pivot_tol,
+                         default_max_pivots(m), RESIDUAL_TOL, p, vc_after, impacting)
+    status = "none" if code < 0 else STATUSES[code]
+    return ImpactOutcome(p, vc_after, impacting, code > 0, status)
+
+
+# Statistics of one gauss_seidel step, in the order of the kernel's stats array.
+_GS_STATS = ("candidates", "system_size", "impacts", "impact_failures", "solver_iterations",
+             "solver_failures", "residual")
+
+
+@njit(cache=True)
+def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, params, warm_keys,
+                                warm_rows, keys_all, f_all, active_all, rows_out, stats):
+    """Steps 1–3 of the module docstring (compiled), from the Delassus matrix ``G_all`` and
+    free acceleration ``b_all`` over all m_all points.
+
+    ``params`` = (margin, e, v_thr, β, tolerance, max_sweeps, ω, pivot_tol, residual_tol,
+    warm_start). Warm start: the forces stored under ``warm_keys`` (``warm_rows``) for the
+    points' ``keys_all``. Writes the forces ``f_all`` (m_all, 3) and ``active_all`` of every
+    point, the step-3 forces into ``rows_out`` (m_all, 3: the next warm start) and ``stats``
+    in the order of ``_GS_STATS``.
+    """
+    margin, e_r, threshold, beta, tol = params[0], params[1], params[2], params[3], params[4]
+    max_sweeps, omega, pivot_tol = int(params[5]), params[6], params[7]
+    residual_tol, warm = params[8], params[9] != 0.0
+    idx = candidates(phi_all, vc_all, dt, margin)  # step 1
+    m = idx.shape[0]
+    stats[:] = 0.0
+    rows_out[:, :] = 0.0
+    if m == 0:
+        return
+    max_pivots = max(10, 10 * m * m)  # solvers.lemke.default_max_pivots
+    G = np.empty((3 * m, 3 * m))
+    b = np.empty(3 * m)
+    keys = np.empty(m, dtype=np.int64)
+    for a in range(m):
+        keys[a] = keys_all[idx[a]]
+        for r in range(3):
+            b[3 * a + r] = b_all[3 * idx[a] + r]
+            for c in range(m):
+                for s in range(3):
+                    G[3 * a + r, 3 * c + s] = G_all[3 * idx[a] + r, 3 * idx[c] + s]
+    vc = np.empty((m, 3))
+    phi = np.empty(m)
+    for a in range(m):
+        i = idx[a]
+        phi[a] = phi_all[i]
+        for r in range(3):
+            vc[a, r] = vc_all[i, r]
+    e = np.full(m, e_r)
+    vc1 = np.empty((m, 3))
+    p_imp = np.empty(m)
+    impacting = np.empty(m, dtype=np.bool_)
+    code = impact_kernel(G, vc, phi, dt, e, threshold, pivot_tol, max_pivots, residual_tol,
+                         p_imp, vc1, impacting)
+    keep = np.empty(m, dtype=np.int64)
+    k = 0
+    n_imp = 0
+    for a in range(m):
+        if impacting[a]:
+            n_imp += 1
+        # Rebounding points separate: step 3 must not see them (no cancelled restitution).
+        if not (impacting[a] and vc1[a, 2] > threshold):
+            keep[k] = a
+            k += 1
+    stats[0] = m
+    stats[1] = 3 * k
+    stats[2] = n_imp
+    stats[3] = 1.0 if code > 0 else 0.0
+    pos = np.empty(m, dtype=np.int64)
+    match_keys(warm_keys, keys, pos)
+    Gs = np.empty((3 * k, 3 * k))
+    c = np.empty(3 * k)
+    f = np.zeros(3 * k)
+    mus = np.empty(k)
+    for a in range(k):
+        i = keep[a]
+        mus[a] = mu_all[idx[i]]
+        for r in range(3):
+            ra = 3 * a + r
+            for bb in range(k):
+                j = keep[bb]
+                for s in range(3):
+                    Gs[ra, 3 * bb + s] = G[3 * i + r, 3 * j + s]
+            c[ra] = dt * b[3 * i + r] + vc1[i, r]
+            if warm and pos[i] >= 0:
+                f[ra] = dt * warm_rows[pos[i], r]  # impulse of the stored force
+        ph = phi[i]
+        c[3 * a + 2] += (max(ph, 0.0) + beta * min(ph, 0.0)) / dt
+    if k:
+        v = np.empty(3 * k)
+        converged, sweeps, res = gauss_seidel_kernel(Gs, c, mus, f, tol, max_sweeps, omega, v)
+        stats[4] = sweeps
+        stats[5] = 0.0 if converged else 1.0
+        stats[6] = res
+    for a in range(k):
+        for r in range(3):
+            rows_out[idx[keep[a]], r] = f[3 * a + r] / dt
+    for a in range(m):
+        i = idx[a]
+        for r in range(3):
+            f_all[i, r] = rows_out[i, r]
+        f_all[i, 2] += p_imp[a] / dt  # the impact impulse is normal only (eq. 5)
+        active_all[i] = f_all[i, 2] > 0.0 or phi[a] <= 0.0
 
 
 @dataclass(frozen=True)
@@ -138,8 +326,10 @@ class GaussSeidelSettings:
         tolerance: Gauss–Seidel tolerance on the impulse change (> 0).
         max_sweeps: cap on Gauss–Seidel sweeps (a step that hits it counts as a failure).
         omega: relaxation of the Gauss–Seidel sweeps, in (0, 2).
-        warm_start: start Gauss–Seidel from the previous step's forces.
+        warm_start: start Gauss–Seidel from the previous step's forces (per contact id).
         pivot_tol: pivot tolerance of Lemke's algorithm (impact LCP).
+        drift_term: include eq. 10's ``dt·J̇_c q̇`` in the predicted contact velocity (the
+            paper; not energy-consistent, module docstring step 3).
     """
 
     restitution: float = 0.0
@@ -151,6 +341,7 @@ class GaussSeidelSettings:
     omega: float = 1.0
     warm_start: bool = True
     pivot_tol: float = 1e-12
+    drift_term: bool = False
 
     def __post_init__(self):
         unit_interval("gauss_seidel.restitution", self.restitution)
@@ -160,16 +351,14 @@ class GaussSeidelSettings:
         unit_interval("gauss_seidel.stabilization", self.stabilization)
         positive("gauss_seidel.tolerance", self.tolerance)
         positive("gauss_seidel.pivot_tol", self.pivot_tol)
-        if isinstance(self.max_sweeps, bool) or not isinstance(self.max_sweeps, int) \
-                or self.max_sweeps < 1:
-            raise ConfigError(f"gauss_seidel.max_sweeps = {self.max_sweeps!r} must be an "
-                              "integer >= 1")
+        positive_count("gauss_seidel.max_sweeps", self.max_sweeps)
         positive("gauss_seidel.omega", self.omega)
         if self.omega >= 2.0:
             raise ConfigError(f"gauss_seidel.omega = {self.omega!r} must be in (0, 2)")
-        if not isinstance(self.warm_start, bool):
-            raise ConfigError(f"gauss_seidel.warm_start = {self.warm_start!r} must be true or "
-                              "false")
+        for name in ("warm_start", "drift_term"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"gauss_seidel.{name} = {getattr(self, name)!r} must be true "
+                                  "or false")
 
 
 class GaussSeidelContact(ContactModel):
@@ -185,9 +374,17 @@ class GaussSeidelContact(ContactModel):
     name = "gauss_seidel"
     Settings = GaussSeidelSettings
     integrators = ("semi_implicit_euler",)
+    #: statistics that count events a user must be warned about
+    warning_stats = ("impact_failures", "solver_failures")
 
     def reset(self, n_points: int) -> None:
-        self._force = np.zeros((n_points, 3))  # warm start: last committed forces (step 3 only)
+        # Warm start: the last committed step-3 forces, per contact id.
+        self._warm = KeyedRows(3)
+        self._all = np.arange(n_points)
+        s = self.settings  # as the kernel's parameter array
+        self._params = np.array([s.margin, s.restitution, s.impact_velocity_threshold,
+                                 s.stabilization, s.tolerance, s.max_sweeps, s.omega,
+                                 s.pivot_tol, RESIDUAL_TOL, s.warm_start], dtype=float)
 
     def velocity_system(self, state: ContactState, idx: np.ndarray | None = None,
                         vc: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -200,59 +397,36 @@ class GaussSeidelContact(ContactModel):
                 impact, the post-impact velocities).
 
         Returns:
-            ``(G, c)``: the (3m, 3m) Delassus matrix and ``c = dt·b + v_c + bias·n`` (3m,).
+            ``(G, c)``: the (3m, 3m) Delassus matrix and ``c = dt·b_v + v_c + bias·n`` (3m,).
         """
         if idx is None:
             idx = np.flatnonzero(state.phi <= self.settings.margin)
         G, b = state.delassus(idx)
+        if not self.settings.drift_term:
+            b = b - state.gamma_c[(3 * idx[:, None] + np.arange(3)).ravel()]
         vc = state.vc[idx] if vc is None else vc
         c = state.dt * b + vc.ravel()
         c[2::3] += normal_bias(state.phi[idx], state.dt, self.settings.stabilization)
         return G, c
 
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
-        s = self.settings
-        m_all, dt = state.n_points, state.dt
-        if getattr(self, "_force", None) is None or len(self._force) != m_all:
+        phi = np.ascontiguousarray(state.phi)  # one compiled signature (a view is strided)
+        m_all = phi.shape[0]
+        if getattr(self, "_warm", None) is None or len(self._all) != m_all:
             self.reset(m_all)
         f = np.zeros((m_all, 3))
         active = np.zeros(m_all, dtype=bool)
-        stats = {"candidates": 0, "system_size": 0, "impacts": 0, "impact_failures": 0,
-                 "solver_iterations": 0, "solver_failures": 0, "residual": 0.0}
-        idx = np.flatnonzero(state.phi <= s.margin)  # step 1
-        if idx.size == 0:
-            if commit:
-                self._force[:] = 0.0
-            return ContactResult(f, active, stats)
-        m = idx.size
-        G, b = state.delassus(idx)
-        phi = state.phi[idx]
-        # Step 2: impacts (eq. 5 by Lemke, eq. 6).
-        imp = newton_impact(G, state.vc[idx], phi, dt, s.restitution,
-                            s.impact_velocity_threshold, s.pivot_tol)
-        # Rebounding points separate: step 3 must not see them (no cancelled restitution).
-        keep = ~(imp.impacting & (imp.vc[:, 2] > s.impact_velocity_threshold))
-        sub = np.flatnonzero(keep)
-        P = np.zeros((m, 3))
-        if sub.size:
-            rows = (3 * sub[:, None] + np.arange(3)).ravel()
-            Gs = G[np.ix_(rows, rows)]
-            c = dt * b[rows] + imp.vc[sub].ravel()
-            c[2::3] += normal_bias(phi[sub], dt, s.stabilization)
-            f0 = dt * self._force[idx[sub]].ravel() if s.warm_start else None
-            sol = gauss_seidel_coulomb(Gs, c, state.mu[idx[sub]], f0=f0, tol=s.tolerance,
-                                       max_sweeps=s.max_sweeps, omega=s.omega)
-            P[sub] = sol.x.reshape(-1, 3)
-            stats["system_size"] = 3 * sub.size
-            stats["solver_iterations"] = sol.iterations
-            stats["solver_failures"] = int(not sol.converged)
-            stats["residual"] = float(sol.residual)
+        stats = np.empty(len(_GS_STATS))
+        # The Delassus matrix over every point: the kernel takes the candidates out of it (for
+        # the few points of a sole this costs less than selecting them first).
+        G, b = state.delassus(self._all)
+        if not self.settings.drift_term:
+            b = b - state.gamma_c  # b_v (module docstring, step 3)
+        keys = contact_keys(state, self._all)
+        rows = np.empty((m_all, 3))
+        gauss_seidel_contact_kernel(G, b, np.ascontiguousarray(state.vc), phi, state.mu,
+                                    state.dt, self._params, self._warm.keys, self._warm.rows,
+                                    keys, f, active, rows, stats)
         if commit:  # warm start from the step-3 forces only (impacts are not persistent)
-            self._force[:] = 0.0
-            self._force[idx] = P / dt
-        P[:, 2] += imp.p  # the impact impulse is normal only (eq. 5)
-        f[idx] = P / dt
-        active[idx] = (P[:, 2] > 0.0) | (phi <= 0.0)
-        stats.update(candidates=m, impacts=int(imp.impacting.sum()),
-                     impact_failures=int(imp.failed))
-        return ContactResult(f, active, stats)
+            self._warm.store(keys, rows)
+        return ContactResult(f, active, dict(zip(_GS_STATS, stats.tolist(), strict=True)))
