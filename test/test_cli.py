@@ -74,22 +74,22 @@ def test_mcap_topics_types_and_counts(ball_run):
     out = ball_run[1]
     schemas, messages = read_mcap(out / "trace.mcap")
     expected = {
-        "joint_states": "sensor_msgs/msg/JointState",
-        "odom": "nav_msgs/msg/Odometry",
+        "/joint_states": "sensor_msgs/msg/JointState",
+        "/odom": "nav_msgs/msg/Odometry",
         "/tf": "tf2_msgs/msg/TFMessage",
-        "contact_wrench/ball": "geometry_msgs/msg/WrenchStamped",
-        "cop/ball": "geometry_msgs/msg/PointStamped",
-        "zmp": "geometry_msgs/msg/PointStamped",
-        "contact_markers": "visualization_msgs/msg/MarkerArray",
+        "/contact_wrench/ball": "geometry_msgs/msg/WrenchStamped",
+        "/cop/ball": "geometry_msgs/msg/PointStamped",
+        "/zmp": "geometry_msgs/msg/PointStamped",
+        "/contact_markers": "visualization_msgs/msg/MarkerArray",
         "/clock": "rosgraph_msgs/msg/Clock",
         "/robot_description": "std_msgs/msg/String",
     }
     assert {topic: schemas.get(topic) for topic in expected} == expected
     rows = read_csv(out / "timeseries.csv")
-    assert len(messages["joint_states"]) == len(rows) == len(messages["/clock"])
+    assert len(messages["/joint_states"]) == len(rows) == len(messages["/clock"])
     assert len(messages["/robot_description"]) == 1
     assert "<robot" in messages["/robot_description"][0].data
-    odom = messages["odom"][-1]
+    odom = messages["/odom"][-1]
     assert (odom.header.frame_id, odom.child_frame_id) == ("world", "base_link")
     transform = messages["/tf"][-1].transforms[0]
     assert (transform.header.frame_id, transform.child_frame_id) == ("world", "base_link")
@@ -97,7 +97,7 @@ def test_mcap_topics_types_and_counts(ball_run):
     assert odom.pose.pose.position.z == pytest.approx(float(rows[-1]["base_z"]))
     assert odom.pose.pose.position.z == pytest.approx(0.1, abs=1e-3)
     # A CoP exists only while in contact, so there are fewer CoPs than samples.
-    assert 0 < len(messages["cop/ball"]) < len(rows)
+    assert 0 < len(messages["/cop/ball"]) < len(rows)
 
 
 def test_timeseries_columns(ball_run):
@@ -116,11 +116,11 @@ def test_stand_wrenches_match_the_csv_normal_forces(stand_run):
     assert not (out / "plots").exists()
     rows = read_csv(out / "timeseries.csv")
     schemas, messages = read_mcap(out / "trace.mcap")
-    assert schemas["odom"] == "nav_msgs/msg/Odometry"
-    assert messages["odom"][0].child_frame_id == "base_link"
-    assert len(messages["joint_states"][0].name) == 14
+    assert schemas["/odom"] == "nav_msgs/msg/Odometry"
+    assert messages["/odom"][0].child_frame_id == "base_link"
+    assert len(messages["/joint_states"][0].name) == 14
     for foot, sole in (("left_foot", "l_sole"), ("right_foot", "r_sole")):
-        wrenches = messages[f"contact_wrench/{foot}"]
+        wrenches = messages[f"/contact_wrench/{foot}"]
         assert len(wrenches) == len(rows)
         assert {w.header.frame_id for w in wrenches} == {sole}
         columns = [c for c in rows[0] if c.startswith(f"fn_{foot}_")]
@@ -146,7 +146,7 @@ def test_stand_wrenches_match_the_csv_normal_forces(stand_run):
 def test_config_errors_exit_2_with_valid_names(tmp_path, capsys, argv, names):
     assert cli.main([*argv, *(["--out", str(tmp_path)] if argv[0] == "run" else [])]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ")
+    assert err.splitlines()[-1].startswith("error: ")
     assert "Traceback" not in err
     for name in names:
         assert name in err
@@ -169,11 +169,32 @@ def test_set_values_are_yaml_with_exponent_floats():
         "a": 0.5, "b": 1e-6, "c": True, "d": "linear", "e": 3}
 
 
-def test_list_names_everything(capsys):
+def test_list_names_everything_with_defaults_and_meanings(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    for name in [*SCENARIOS, *CONTACT_MODELS, "joint_pd", "slope_deg", "contact.kp"]:
+    for name in [*SCENARIOS, *CONTACT_MODELS, "joint_pd", "slope_deg", "contact.kp", "biped3d"]:
         assert name in out
+    # every key with its default and meaning (the keys the README promises among them)
+    for line in ("behavior.n_steps = 5  number of steps",
+                 "behavior.step_length = 0.12  foothold advance per step [m]",
+                 "behavior.tension_amplitude = 20.0",
+                 "controller.kp = 300.0  joint stiffness K_p",
+                 "contact.epsilon = 0.0  ε, allowed steady penetration depth [m]",
+                 "height = 0.5  initial height of the ball's bottom above the ground [m]"):
+        assert line in out, line
+
+
+def test_parser_names_match_the_layers():
+    """The parser names defaults without importing the layers; they must agree."""
+    from biped_contact_sim.cli import runner
+    from biped_contact_sim.sim import simulator
+
+    assert cli.DEFAULT_CONTACT_MODEL == runner.DEFAULT_CONTACT_MODEL
+    assert cli.INTEGRATOR_NAMES == simulator.INTEGRATORS
+    from biped_contact_sim.cli import bench
+
+    for name in ("BENCH_SCENARIO", "BENCH_STEPS", "PEERS", "SCALING_MODELS", "SCALING_STEPS"):
+        assert getattr(cli, name) == getattr(bench, name), name
 
 
 def test_bench_writes_one_result_per_model(tmp_path, capsys):

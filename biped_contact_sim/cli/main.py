@@ -1,16 +1,24 @@
-"""``biped-sim``: run, compare and benchmark the scenarios without ROS 2 (docs/architecture.md
-"Command line").
+"""``biped-sim``: run, compare and benchmark the scenarios without ROS 2 (README "Command line").
 
-    biped-sim run SCENARIO [--contact-model NAME] [--controller NAME] [--duration S] [--dt S]
-                           [--integrator NAME] [--out DIR] [--set key=value ...] [--no-plots]
+    biped-sim run SCENARIO [--contact-model NAME] [--controller NAME] [--robot NAME|FILE]
+                           [--duration S] [--dt S] [--record-rate HZ] [--out DIR]
+                           [--set key=value ...] [--view] [--no-plots] [--paper-figures]
     biped-sim compare [SCENARIO ...] --out DIR [--duration S] [--set key=value ...]
     biped-sim bench [--out DIR] [--steps N] [--loop-steps N] [--scenario NAME]
                     [--peer mujoco|none] [--smoke] [--scaling]
     biped-sim list
+    biped-sim --version
 
-Exit codes: 0 success; 1 a run diverged (its outputs are still written, ``summary.json`` says
-where in ``error``); 2 invalid names or settings (``error: <message>`` on stderr).
+Exit codes (``EXIT_*``): 0 success; 1 a run diverged (its outputs are still written,
+``summary.json`` says where in ``error``); 2 invalid command line, names or settings
+(``error: <message>`` on stderr); 3 the output folder cannot be written; 130 interrupted by
+Ctrl-C (what was simulated is written, ``summary.json`` has ``"interrupted": true``).
+
+Imports are deferred to the command that needs them, so that ``--help`` and ``--version`` do
+not load pinocchio, numba or matplotlib.
 """
+
+from __future__ import annotations
 
 import os
 
@@ -21,39 +29,33 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
-import csv
+import signal
 import sys
+from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from biped_contact_sim import control as control_layer
-from biped_contact_sim.cli import plots
-from biped_contact_sim.cli.bench import (
-    BENCH_SCENARIO,
-    BENCH_STEPS,
-    PEERS,
-    SCALING_MODELS,
-    SCALING_STEPS,
-)
-from biped_contact_sim.cli.runner import (
-    CONTROLLERS,
-    DEFAULT_CONTACT_MODEL,
-    RunResult,
-    run,
-    split_sets,
-)
-from biped_contact_sim.contact import CONTACT_MODELS, contact_settings_help
+from biped_contact_sim.cli import progress
 from biped_contact_sim.errors import ConfigError
-from biped_contact_sim.record import recorder
-from biped_contact_sim.sim.scenarios import SCENARIOS, get_scenario
-from biped_contact_sim.sim.simulator import INTEGRATORS
+
+if TYPE_CHECKING:
+    from biped_contact_sim.cli.runner import RunResult
 
 EXIT_OK = 0
 EXIT_DIVERGED = 1
 EXIT_CONFIG = 2
+EXIT_OUTPUT = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C
 
+# Names the parser shows without importing the layers that define them (test_cli checks that
+# they match runner.DEFAULT_CONTACT_MODEL and simulator.INTEGRATORS).
+DEFAULT_CONTACT_MODEL = "penalty_fl"
+INTEGRATOR_NAMES = ("semi_implicit_euler", "rk4")
+DEFAULT_MAX_STEPS = 5_000_000  # ~2 h of computing at 1.5 ms per step
+# cli/bench.py's defaults, named here so that --help does not import it (test_cli checks)
+BENCH_SCENARIO = "stand"
+BENCH_STEPS = 2000
+PEERS = ("mujoco", "none")
 COMPARE_SCENARIOS = ("ball", "ramp", "drop", "stand")
 COMPARISON_COLUMNS = (
     "scenario", "contact_model", "steps", "mean_step_us", "max_penetration_m",
@@ -61,8 +63,18 @@ COMPARISON_COLUMNS = (
     "energy_change_J", "rebound_ratio", "solver_failures", "fell", "zmp_in_support_fraction",
     "error",
 )
+SCALING_MODELS = ("gauss_seidel", "time_stepping")
+SCALING_STEPS = 300
 #: solver statistics that count failures (contact models report them per step, 0 or more)
 FAILURE_STATS = ("solver_failures", "ray_terminations")
+
+
+def version() -> str:
+    """The installed version of the package (or ``unknown`` outside an install)."""
+    try:
+        return metadata.version("biped_contact_sim")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def parse_value(text: str) -> Any:
@@ -80,6 +92,8 @@ def parse_value(text: str) -> Any:
     Raises:
         ConfigError: The text is not valid YAML.
     """
+    import yaml
+
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -119,32 +133,54 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="biped-sim",
         description="Biped contact simulation without ROS 2: run a scenario, compare the "
-                    "contact models, benchmark them, or list what exists.")
+                    "contact models, benchmark them, or list what exists.",
+        epilog="Exit codes: 0 ok, 1 diverged, 2 usage or settings error, 3 output folder not "
+               "writable, 130 interrupted (Ctrl-C; what was simulated is written).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bars or status lines (results and errors only)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add_sets(p: argparse.ArgumentParser) -> None:
         p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                       help="scenario parameter, contact.<setting> or controller.<gain> "
-                            "(repeatable; see 'biped-sim list')")
+                       help="scenario parameter, contact.<setting>, controller.<gain> or "
+                            "behavior.<param> (repeatable; every key, default and meaning: "
+                            "'biped-sim list')")
 
     p_run = sub.add_parser("run", help="run one scenario and write its outputs",
                            description="Run one scenario; write summary.json, timeseries.csv, "
-                                       "trace.mcap and plots/*.png.")
+                                       "trace.mcap, replay.html and plots/*.png, streaming "
+                                       "them to disk as the run goes.")
     p_run.add_argument("scenario", metavar="SCENARIO", help="scenario name (see 'list')")
     p_run.add_argument("--contact-model", metavar="NAME",
                        help=f"contact model (default {DEFAULT_CONTACT_MODEL})")
     p_run.add_argument("--controller", metavar="NAME",
                        help="controller (default: the scenario's)")
+    p_run.add_argument("--robot", metavar="NAME|FILE",
+                       help="robot name (config/<name>.yaml) or a robot config file instead of "
+                            "the scenario's robot")
     p_run.add_argument("--duration", type=float, metavar="S",
                        help="simulated time [s] (default: the scenario's)")
     p_run.add_argument("--dt", type=float, metavar="S",
                        help="physics step [s] (default: the scenario's)")
     p_run.add_argument("--integrator", default="semi_implicit_euler", metavar="NAME",
-                       help=f"one of {', '.join(INTEGRATORS)} (default semi_implicit_euler)")
+                       help=f"one of {', '.join(INTEGRATOR_NAMES)} (default semi_implicit_euler)")
+    p_run.add_argument("--record-rate", type=float, metavar="HZ",
+                       help="recorded samples per simulated second (default 1000, or every "
+                            "step when dt is finer than 1 ms)")
+    p_run.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
+                       help=f"refuse runs of more physics steps (default {DEFAULT_MAX_STEPS})")
     p_run.add_argument("--out", type=Path, metavar="DIR",
-                       help="output folder (default runs/<scenario>-<model>)")
+                       help="output folder (default runs/<scenario>-<model>); our previous "
+                            "outputs in it are replaced")
     add_sets(p_run)
+    p_run.add_argument("--view", action="store_true",
+                       help="show the run live in the browser (a local meshcat server)")
+    p_run.add_argument("--no-replay", action="store_true", help="skip replay.html")
     p_run.add_argument("--no-plots", action="store_true", help="skip plots/*.png")
+    p_run.add_argument("--paper-figures", action="store_true",
+                       help="also make the papers' comparison figures, which need extra runs "
+                            "(ball: three k_p; ramp: sticking and sliding; stand: two epsilon)")
 
     p_cmp = sub.add_parser("compare", help="run every contact model on scenarios",
                            description="Run every contact model on each scenario (default: "
@@ -186,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "points, " + " and ".join(SCALING_MODELS)
                               + "; writes scaling.json and scaling.png")
 
-    sub.add_parser("list", help="scenarios, contact models, controllers and --set keys")
+    sub.add_parser("list", help="scenarios, contact models, controllers and every --set key "
+                                "with its default and meaning")
     return parser
 
 
@@ -197,35 +234,135 @@ def main(argv: list[str] | None = None) -> int:
         argv: Arguments without the program name (default ``sys.argv[1:]``).
 
     Returns:
-        0 on success, 1 if a run diverged, 2 on invalid names or settings.
+        The exit code (module docstring).
     """
     args = build_parser().parse_args(argv)
+    progress.set_quiet(args.quiet)
     commands = {"run": cmd_run, "compare": cmd_compare, "bench": cmd_bench, "list": cmd_list}
+    from biped_contact_sim.record.recorder import OutputError
+
     try:
         return commands[args.command](args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_OUTPUT
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_OUTPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        progress.set_quiet(False)
+
+
+class _StopOnSigint:
+    """The first Ctrl-C asks the run to stop after its current step (outputs are written);
+    a second one interrupts at once (KeyboardInterrupt)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self) -> bool:
+        return self.requested
+
+    def handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\ninterrupted: stopping after this step and writing what was simulated "
+              "(Ctrl-C again to abort at once)", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> _StopOnSigint:
+        self._previous = signal.signal(signal.SIGINT, self.handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        signal.signal(signal.SIGINT, self._previous)
+
+
+def _check_run_args(args: argparse.Namespace) -> None:
+    """Numeric options of ``run`` (the simulator checks dt and the scenario its keys)."""
+    import math
+
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        raise ConfigError(f"--duration {args.duration!r} must be a number > 0 [s]")
+    if args.record_rate is not None and not (math.isfinite(args.record_rate)
+                                             and args.record_rate > 0):
+        raise ConfigError(f"--record-rate {args.record_rate!r} must be a number > 0 [Hz]")
+    if args.max_steps < 1:
+        raise ConfigError(f"--max-steps {args.max_steps} must be >= 1")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``biped-sim run``: one run, its outputs, its key numbers."""
-    result = run(args.scenario, args.contact_model, args.controller, args.duration, args.dt,
-                 args.integrator, parse_sets(args.sets), progress=True)
-    out = args.out or Path("runs") / f"{result.scenario.name}-{result.contact_model}"
-    written = [p.name for p in recorder.write_outputs(result, out).values()]
-    if not args.no_plots:
-        print("plotting (with the extra runs the paper figures compare)...", flush=True)
-        figures = plots.make_plots(result, out)
+    """``biped-sim run``: one run, streamed to disk, then its plots and key numbers."""
+    _check_run_args(args)
+    sets = parse_sets(args.sets)
+    if args.robot is not None:
+        sets["robot"] = args.robot
+    from biped_contact_sim.record.buffer import DecimatingBuffer
+    from biped_contact_sim.record.recorder import StreamingRecorder, prepare_out_dir
+
+    model = args.contact_model or DEFAULT_CONTACT_MODEL
+    out = args.out or Path("runs") / f"{args.scenario}-{model}"
+    prepare_out_dir(out)  # a bad --out fails now, not after the run
+    progress.note("loading the robot, the contact model and the controller...")
+    from biped_contact_sim.cli.runner import PROGRESS_CHUNK, Run
+
+    session = Run(args.scenario, args.contact_model, args.controller, args.duration, args.dt,
+                  args.integrator, sets, args.record_rate)
+    if session.n_steps > args.max_steps:
+        raise ConfigError(f"{session.n_steps} steps (duration {session.result.duration:g} s / "
+                          f"dt {session.sim.dt:g} s) exceed the limit of {args.max_steps}; "
+                          f"pass --max-steps {session.n_steps} to run them anyway")
+    result = session.result
+    result.samples = DecimatingBuffer()  # what plots and metrics keep: bounded
+    recorder = StreamingRecorder(out, replay=not args.no_replay, view=args.view)
+    session.on_sample = lambda sample: recorder(result, sample)
+    try:
+        with _StopOnSigint() as stop:
+            bar = progress.progress_bar(session.n_steps,
+                                        f"{result.scenario.name}/{session.sim.contact.name}")
+            while session.advance(PROGRESS_CHUNK):
+                bar.update(session.k - bar.n)
+                if stop():
+                    result.interrupted = True
+                    break
+            bar.update(session.k - bar.n)
+            bar.close()
+            session.finish()
+            progress.note(f"writing summary.json{'' if args.no_replay else ' and replay.html'}"
+                          "...")
+            paths = recorder.finish(result)
+    finally:
+        recorder.close()
+    for warning in recorder.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    written = [p.name for p in paths.values()]
+    if not args.no_plots and not result.interrupted and result.samples:
+        from biped_contact_sim.cli import plots
+
+        progress.note("plotting" + (" (with the papers' extra runs)" if args.paper_figures
+                                    else "") + "...")
+        figures = plots.make_plots(result, out, extra_runs=args.paper_figures)
         written.append(f"{plots.PLOTS_DIR}/ ({len(figures)} figures)")
     summary = result.summary()
     print(f"results in {out}/: " + ", ".join(written))
     for key in ("steps", "duration_s", "wall_time_s", "real_time_factor", "mean_step_us",
                 "max_penetration_m", "max_cone_violation_N", "min_normal_force_N", "fell",
                 "zmp_in_support_fraction"):
-        print(f"  {key:24s} {_fmt(summary[key])}")
+        if summary.get(key) is not None:
+            print(f"  {key:24s} {_fmt(summary[key])}")
     for key, value in summary["metrics"].items():
         print(f"  {key:24s} {_fmt(value)}")
+    if result.interrupted:
+        print(f"interrupted at t = {summary['duration_s']:.4g} s; outputs hold what was "
+              "simulated", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if result.error:
         print(f"error: the run diverged: {result.error}", file=sys.stderr)
         return EXIT_DIVERGED
@@ -239,6 +376,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     or scenario key is refused before anything runs. Writes ``comparison.md``/``.csv`` (all
     scenarios) and ``<scenario>/compare_*.png``.
     """
+    import csv
+
+    from biped_contact_sim.cli import plots
+    from biped_contact_sim.cli.runner import run, split_sets
+    from biped_contact_sim.contact import CONTACT_MODELS
+    from biped_contact_sim.sim.scenarios import get_scenario
+
     sets = parse_sets(args.sets)
     scenarios = args.scenarios or list(COMPARE_SCENARIOS)
     for name in scenarios:
@@ -312,6 +456,7 @@ def rebound_ratio(result: RunResult) -> float | None:
 def cmd_bench(args: argparse.Namespace) -> int:
     """``biped-sim bench``: step and closed-loop cost as ratios to MuJoCo (cli/bench.py)."""
     from biped_contact_sim.cli import bench
+    from biped_contact_sim.record import recorder
 
     if args.steps < 1:
         raise ConfigError(f"--steps = {args.steps} must be >= 1")
@@ -321,8 +466,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """``biped-sim list``: scenarios, contact models, controllers and the ``--set`` keys."""
-    print("Scenarios:")
+    """``biped-sim list``: scenarios, models, controllers, behaviours and every ``--set`` key
+    with its default and meaning."""
+    from biped_contact_sim import control as control_layer
+    from biped_contact_sim.cli import catalog
+    from biped_contact_sim.cli.runner import CONTROLLERS, JointPDSettings
+    from biped_contact_sim.contact import CONTACT_MODELS
+    from biped_contact_sim.robot.config import available_robots
+    from biped_contact_sim.sim.scenarios import SCENARIOS
+
+    print("Scenarios (biped-sim run SCENARIO; keys with --set key=value):")
     for name, scenario in SCENARIOS.items():
         duration = "the behaviour's duration" if scenario.duration is None \
             else f"{scenario.duration:g} s"
@@ -330,39 +483,36 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"  {name}  (robot {scenario.robot}, {duration}, dt {scenario.dt:g} s, "
               f"controller {scenario.controller}{behavior})")
         print(f"      {scenario.description}")
-    print("\nContact models (--contact-model; settings with --set contact.<setting>=value):")
-    for name in CONTACT_MODELS:
-        default = " (default)" if name == DEFAULT_CONTACT_MODEL else ""
-        print(f"  {name}{default}")
-        for key, value in contact_settings_help(name).items():
-            print(f"      contact.{key} = {value!r}")
-    print("\nControllers (--controller; gains with --set controller.<gain>=value):")
-    for name in CONTROLLERS:
-        print(f"  {name}")
-        if name in control_layer.CONTROLLERS:
-            for key, value in _settings_or_error(control_layer.controller_settings_help, name):
-                print(f"      controller.{key} = {value!r}")
-    print("\nBehaviours of ctc/wbc (per scenario; --set behavior.<param>=value):")
-    for name in control_layer.BEHAVIORS:
-        print(f"  {name}")
-    print(f"\nIntegrators (--integrator): {', '.join(INTEGRATORS)}")
-    print("\n--set keys per scenario:")
-    for name, scenario in SCENARIOS.items():
-        print(f"  {name}:")
         for key, param in scenario.params.items():
-            print(f"      {key} = {param.default!r}  {param.help}")
+            print(catalog.format_entry("", key, param.default, param.help))
         for model, settings in scenario.contact_defaults.items():
             values = ", ".join(f"contact.{k}={v!r}" for k, v in settings.items())
             print(f"      ({model} defaults here: {values})")
+    print(f"\nRobots (--robot NAME or a robot config file): {', '.join(available_robots())}")
+    print("\nContact models (--contact-model NAME; --set contact.<setting>=value):")
+    for name, cls in CONTACT_MODELS.items():
+        default = " (default)" if name == DEFAULT_CONTACT_MODEL else ""
+        print(f"  {name}{default}")
+        for key, value, meaning in catalog.dataclass_entries(cls.Settings):
+            print(catalog.format_entry("contact.", key, value, meaning))
+    print("\nControllers (--controller NAME; --set controller.<gain>=value):")
+    for name in CONTROLLERS:
+        print(f"  {name}")
+        if name == "joint_pd":
+            entries = catalog.dataclass_entries(JointPDSettings)
+        elif name in control_layer.CONTROLLERS:
+            entries = catalog.dataclass_entries(control_layer.controller_class(name).Settings)
+        else:
+            entries = []
+        for key, value, meaning in entries:
+            print(catalog.format_entry("controller.", key, value, meaning))
+    print("\nBehaviours of ctc/wbc (set by the scenario; --set behavior.<param>=value):")
+    for name in control_layer.BEHAVIORS:
+        print(f"  {name}")
+        for key, value, meaning in catalog.behavior_entries(name):
+            print(catalog.format_entry("behavior.", key, value, meaning))
+    print(f"\nIntegrators (--integrator): {', '.join(INTEGRATOR_NAMES)}")
     return EXIT_OK
-
-
-def _settings_or_error(helper, name: str) -> list[tuple[str, Any]]:
-    """``helper(name).items()``, or one line saying why the module cannot be imported."""
-    try:
-        return list(helper(name).items())
-    except ImportError as exc:
-        return [("<unavailable>", str(exc))]
 
 
 def _fmt(value: Any) -> str:

@@ -25,6 +25,7 @@ import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim import control as control_layer
+from biped_contact_sim.cli.progress import progress_bar
 from biped_contact_sim.contact import make_contact_model
 from biped_contact_sim.contact.base import positive
 from biped_contact_sim.control import Controller, Measurement
@@ -145,6 +146,7 @@ class RunResult:
     min_normal_force: float = 0.0
     fell: bool = False
     error: str | None = None
+    interrupted: bool = False  # stopped by the user (Ctrl-C) before the end
     warnings: list[str] = field(default_factory=list)
     stats: dict[str, list[float]] = field(default_factory=dict)
     residuals: dict[str, float] = field(default_factory=dict)  # per-step maxima (fidelity)
@@ -189,6 +191,7 @@ class RunResult:
             "behavior": getattr(self.behavior, "name", None),
             "metrics": self.metrics,
             "error": self.error,
+            "interrupted": self.interrupted,
             "warnings": self.warnings,
         }
 
@@ -278,7 +281,7 @@ def run(scenario_name: str, contact_model: str | None = None, controller: str | 
             computed only for them; penetration, cone violation, fidelity residuals and solver
             statistics use every step). Default: 1 kHz, or every step when dt < 1 ms (the
             ball's impact peak lasts one step).
-        progress: show a tqdm progress bar.
+        progress: show a progress bar.
         on_sample: called with every recorded ``Sample`` as soon as it exists (a streaming
             recorder); the sample is still appended to ``samples``.
 
@@ -288,10 +291,9 @@ def run(scenario_name: str, contact_model: str | None = None, controller: str | 
     session = Run(scenario_name, contact_model, controller, duration, dt, integrator, sets,
                   record_rate, on_sample)
     bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=session.n_steps, unit="step",
-                   desc=f"{session.result.scenario.name}/{session.sim.contact.name}")
+    if progress:  # tqdm on a terminal, a line per tenth in a log (cli/progress.py)
+        bar = progress_bar(session.n_steps,
+                           f"{session.result.scenario.name}/{session.sim.contact.name}")
     while session.advance(PROGRESS_CHUNK):
         if bar is not None:
             bar.update(session.k - bar.n)

@@ -1,10 +1,13 @@
-"""Recorder: a ``RunResult`` → ``summary.json``, ``timeseries.csv`` and ``trace.mcap``.
+"""Recorder: a run's ``summary.json``, ``timeseries.csv``, ``trace.mcap`` and ``replay.html``.
 
-The recorder converts and schedules; the physics (forces, CoPs, ZMPs) comes from the
-simulator's ``StepResult`` and the observer's ``Observation`` of each recorded sample. ROS 2
-message fields come only from :mod:`.messages`, and the MCAP carries the topics of
-docs/architecture.md with their relative names, so a namespace (or ``ros2 bag play --remap``) moves
-them all.
+:class:`StreamingRecorder` writes them while the run goes (the runner calls it with each
+recorded sample): CSV rows and MCAP messages go to disk at once, so memory does not grow with
+the length of the run; the summary and the replay are written at the end (or when the run is
+interrupted or diverges: whatever exists is written). The physics (forces, CoPs, ZMPs) comes from
+the simulator's ``StepResult`` and the observer's ``Observation`` of each sample. ROS 2 message
+fields come only from :mod:`.messages`; the MCAP carries the nodes' topics under their default,
+absolute names (docs/architecture.md "Topics"), every link transform in ``/tf`` and the fixed
+frames (soles, contact points) in ``/tf_static``.
 """
 
 from __future__ import annotations
@@ -24,11 +27,16 @@ from biped_contact_sim.robot import RobotModel
 
 if TYPE_CHECKING:  # the runner (cli layer) produces what is recorded; only its types are used
     from biped_contact_sim.cli.runner import RunResult, Sample
+    from biped_contact_sim.sim.terrain import PlaneTerrain
 
 WORLD_FRAME = "world"
 SUMMARY_FILE = "summary.json"
 TIMESERIES_FILE = "timeseries.csv"
 TRACE_FILE = "trace.mcap"
+REPLAY_FILE = "replay.html"
+PLOTS_DIR = "plots"
+#: files a run writes into its folder; a reused folder is cleared of them first
+OUTPUT_FILES = (SUMMARY_FILE, TIMESERIES_FILE, TRACE_FILE, REPLAY_FILE, "replay.png")
 
 # Names of the root joint's configuration entries per ``RobotConfig.base`` (pinocchio order;
 # the free-flyer quaternion is stored x, y, z, w).
@@ -47,7 +55,9 @@ WEIGHT_ARROW_LENGTH = 0.5
 # (at 1 kHz they would dominate the file size and the recording time).
 MARKER_RATE = 50.0
 
-# Topics (docs/architecture.md "Topics") and their message types.
+# Topics (docs/architecture.md "Topics") and their message types, as the nodes name them
+# (relative); the trace writes them absolute (:func:`absolute`), as ``ros2 bag record`` does for
+# nodes in the root namespace.
 JOINT_STATES = ("joint_states", "sensor_msgs/JointState")
 ODOM = ("odom", "nav_msgs/Odometry")
 TF = ("/tf", "tf2_msgs/TFMessage")
@@ -56,30 +66,143 @@ COP = ("cop/{foot}", "geometry_msgs/PointStamped")
 ZMP = ("zmp", "geometry_msgs/PointStamped")
 CONTACT_MARKERS = ("contact_markers", "visualization_msgs/MarkerArray")
 CLOCK = ("/clock", "rosgraph_msgs/Clock")
+TF_STATIC = ("/tf_static", "tf2_msgs/TFMessage")
 
 
-def write_outputs(result: RunResult, out_dir: Path) -> dict[str, Path]:
-    """Write the summary, the time series and the MCAP trace of a run.
+class OutputError(Exception):
+    """The output folder cannot be created or written (the message names it and why)."""
 
-    Args:
-        result: The run (also a diverged one: everything recorded up to the divergence is
-            written, and the summary carries ``error``).
-        out_dir: Output folder, created if missing.
 
-    Returns:
-        ``{"summary": path, "timeseries": path, "trace": path}``.
+def absolute(topic: str) -> str:
+    """The name a topic gets in the root namespace: ``joint_states`` → ``/joint_states``."""
+    return topic if topic.startswith("/") else "/" + topic
+
+
+def prepare_out_dir(out_dir: Path) -> Path:
+    """Create ``out_dir`` if needed and check that it is a writable folder.
+
+    Called before simulating, so that a bad ``--out`` fails at once, not after the run.
+
+    Raises:
+        OutputError: not a folder, cannot be created, or not writable.
     """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "summary": out_dir / SUMMARY_FILE,
-        "timeseries": out_dir / TIMESERIES_FILE,
-        "trace": out_dir / TRACE_FILE,
-    }
-    write_summary(result.summary(), paths["summary"])
-    write_timeseries(result, paths["timeseries"])
-    write_trace(result, paths["trace"])
-    return paths
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"--out {out_dir}: exists and is not a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".biped-sim-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise OutputError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from exc
+    return out_dir
+
+
+def clear_outputs(out_dir: Path) -> None:
+    """Remove the outputs of a previous run from ``out_dir`` (``OUTPUT_FILES`` and
+    ``plots/*.png``; nothing else is touched)."""
+    for name in OUTPUT_FILES:
+        (out_dir / name).unlink(missing_ok=True)
+    plots = out_dir / PLOTS_DIR
+    if plots.is_dir():
+        for png in plots.glob("*.png"):
+            png.unlink()
+
+
+class StreamingRecorder:
+    """Writes a run's outputs as the run goes; memory stays bounded whatever its length.
+
+    Call it with the run and each recorded sample (the runner's ``on_sample``), then
+    :meth:`finish` with the ``RunResult`` (also for a diverged or interrupted run). The files are
+    opened, and the previous run's outputs in the folder removed, at the first sample (so a run
+    refused for its settings leaves the folder as it was). The replay keeps its own bounded,
+    decimated frames (:mod:`.replay`).
+
+    Args:
+        out_dir: Output folder (checked beforehand with :func:`prepare_out_dir`).
+        replay: Also write ``replay.html``.
+        view: Show the run live in the browser (``--view``, :class:`.replay.LiveView`).
+    """
+
+    def __init__(self, out_dir: Path, replay: bool = True, view: bool = False):
+        self.out_dir = Path(out_dir)
+        self.paths = {"timeseries": self.out_dir / TIMESERIES_FILE,
+                      "trace": self.out_dir / TRACE_FILE}
+        self.replay, self.view = replay, view
+        self.samples = 0
+        self.warnings: list[str] = []  # what could not be written, and why
+        self.robot: RobotModel | None = None
+        self._csv_file = None
+        self._trace: TraceRecorder | None = None
+        self._replay = None
+        self._live = None
+
+    def _open(self, result: RunResult, q0: np.ndarray) -> None:
+        clear_outputs(self.out_dir)
+        robot, terrain = result.robot, result.sim.terrain
+        self.robot = robot
+        self._csv_file = open(self.paths["timeseries"], "w", newline="")  # closed by close()
+        self._csv = csv.writer(self._csv_file)
+        self._csv.writerow(timeseries_header(robot))
+        self._trace = TraceRecorder(self.paths["trace"], robot, terrain)
+        if self.replay or self.view:
+            try:
+                import meshcat  # noqa: F401
+
+                from biped_contact_sim.record import replay  # meshcat: imported when used
+            except ImportError as exc:
+                self.warnings.append(f"no replay.html and no --view: {exc} "
+                                     "(pip install meshcat)")
+                return
+            if self.replay:
+                self._replay = replay.ReplayRecorder(robot, terrain)
+            if self.view:
+                self._live = replay.LiveView(robot, terrain, q0)
+
+    def __call__(self, result: RunResult, sample: Sample) -> None:
+        """Record one sample (CSV row, MCAP messages, replay frame, live view)."""
+        if self.robot is None:
+            self._open(result, sample.step.q)
+        self._csv.writerow(timeseries_row(self.robot, sample))
+        self._trace.write(sample)
+        if self._replay is not None:
+            self._replay.add(sample)
+        if self._live is not None:
+            self._live.frame(sample)
+        self.samples += 1
+
+    def finish(self, result: RunResult) -> dict[str, Path]:
+        """Close the CSV and the MCAP, write ``summary.json`` and ``replay.html``.
+
+        Returns:
+            ``{"summary": path, "timeseries": path, "trace": path[, "replay": path]}``.
+        """
+        if self.robot is None:  # no sample (diverged at once): empty files, still a summary
+            self._open(result, result.sim.q)
+        self.close()
+        paths = {"summary": self.out_dir / SUMMARY_FILE, **self.paths}
+        write_summary(result.summary(), paths["summary"])
+        if self._replay is not None:
+            paths["replay"] = self._replay.write(self.out_dir / REPLAY_FILE,
+                                                 title=_replay_title(result))
+        return paths
+
+    def close(self) -> None:
+        """Close the open files (idempotent); what was written stays readable."""
+        if self._csv_file is not None and not self._csv_file.closed:
+            self._csv_file.close()
+        if self._trace is not None:
+            self._trace.close()
+        if self._live is not None:
+            self._live.close()
+            self._live = None
+
+
+def _replay_title(result: RunResult) -> str:
+    state = " (interrupted)" if result.interrupted else " (diverged)" if result.error else ""
+    return (f"{result.scenario.name} / {result.contact_model} / {result.controller}"
+            f"{state}")
 
 
 def json_safe(value: Any) -> Any:
@@ -192,6 +315,29 @@ def timeseries_row(robot: RobotModel, sample: Sample) -> list[float | str]:
     return row
 
 
+def write_outputs(result: RunResult, out_dir: Path, replay: bool = False) -> dict[str, Path]:
+    """Write the outputs of a finished run from its kept samples (the non-streaming way: the
+    CLI streams with :class:`StreamingRecorder`; this serves scripts and tests).
+
+    Args:
+        result: The run (also a diverged one: what was recorded is written).
+        out_dir: Output folder, created if missing.
+        replay: Also write ``replay.html``.
+
+    Returns:
+        The paths written, as :meth:`StreamingRecorder.finish`.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    recorder = StreamingRecorder(out_dir, replay=replay)
+    try:
+        for sample in result.samples:
+            recorder(result, sample)
+    finally:
+        recorder.close()
+    return recorder.finish(result)
+
+
 def write_timeseries(result: RunResult, path: Path) -> None:
     """Write ``timeseries.csv``: one row per recorded sample.
 
@@ -231,54 +377,109 @@ def base_motion(model: pin.Model, data: pin.Data, q: np.ndarray,
     return data.oMi[1], data.v[1]
 
 
-def write_trace(result: RunResult, path: Path) -> None:
-    """Write ``trace.mcap`` with the simulator node's topics, ``/tf`` and ``/robot_description``.
+def tf_tree(model: pin.Model) -> list[tuple[int, int, bool]]:
+    """The TF tree of a pinocchio model: one edge per link (BODY frame) and per operational frame
+    (contact points), from its nearest ancestor link.
 
-    Per recorded sample: ``/clock``, ``joint_states``, ``odom``, ``/tf`` (world → base link),
-    ``contact_wrench/<foot>`` (sole frame), ``cop/<foot>`` and ``zmp`` (world; skipped while
-    undefined); ``contact_markers`` at most at ``MARKER_RATE`` (on the first sample, then on
-    the first sample at least 1/``MARKER_RATE`` later).
-
-    Args:
-        result: The run.
-        path: Output file.
+    Returns:
+        ``(parent frame id, child frame id, moving)`` per edge; parent 0 (``universe``) is the
+        world frame. ``moving`` is False when only fixed joints separate the two frames (those
+        go to ``/tf_static``).
     """
-    robot, terrain = result.robot, result.sim.terrain
-    urdf = Path(robot.config.urdf_path).read_text()
-    base_link = robot.base_link
-    model, data = robot.model, robot.create_data()
-    gravity = float(np.linalg.norm(model.gravity.linear))
-    force_scale = WEIGHT_ARROW_LENGTH / (robot.mass * gravity)
-    plane_origin = np.array([0.0, 0.0, terrain.height])
-    tangents = terrain.R[:, :2]
-    next_marker_t = -math.inf
-    with McapTraceWriter(path, robot_description=urdf) as writer:
-        for sample in result.samples:
-            step, obs, t = sample.step, sample.obs, sample.step.t
-            writer.write(*CLOCK, messages.clock(t), t)
-            writer.write(*JOINT_STATES, messages.joint_state(
-                t, robot.actuated_joint_names, step.q[robot.q_idx], step.v[robot.v_idx],
-                step.tau), t)
-            oMb, v_local = base_motion(model, data, step.q, step.v)
-            quat = pin.Quaternion(oMb.rotation).coeffs()  # x, y, z, w
-            writer.write(*ODOM, messages.odometry(
-                t, WORLD_FRAME, base_link, oMb.translation, quat, v_local.linear,
-                v_local.angular), t)
-            writer.write(*TF, messages.tf_message([messages.transform_stamped(
-                t, WORLD_FRAME, base_link, oMb.translation, quat)]), t)
-            for foot in obs.feet:
-                writer.write(CONTACT_WRENCH[0].format(foot=foot.name), CONTACT_WRENCH[1],
-                             messages.wrench_stamped(t, foot.frame, foot.force, foot.torque), t)
-                if foot.cop is not None:
-                    writer.write(COP[0].format(foot=foot.name), COP[1],
-                                 messages.point_stamped(t, WORLD_FRAME, foot.cop), t)
-            if obs.zmp is not None:
-                writer.write(*ZMP, messages.point_stamped(t, WORLD_FRAME, obs.zmp), t)
-            if t >= next_marker_t:
-                next_marker_t = t + 1.0 / MARKER_RATE - 1e-9  # tolerance: t is a sum of dt's
-                # The support polygon is stored in the terrain plane's (t₁, t₂) coordinates.
-                polygon = plane_origin + obs.support_polygon @ tangents.T
-                writer.write(*CONTACT_MARKERS, messages.contact_markers(
-                    t, WORLD_FRAME, step.p, step.f_world, step.active,
-                    [foot.cop for foot in obs.feet], obs.zmp, polygon, mu=terrain.mu,
-                    force_scale=force_scale, normals=terrain.normal), t)
+    edges = []
+    for fid, frame in enumerate(model.frames):
+        if fid == 0 or frame.type not in (pin.FrameType.BODY, pin.FrameType.OP_FRAME):
+            continue
+        parent, moving = frame.parentFrame, False
+        while parent != 0 and model.frames[parent].type != pin.FrameType.BODY:
+            moving = moving or model.frames[parent].type == pin.FrameType.JOINT
+            parent = model.frames[parent].parentFrame
+        if parent == 0 and frame.type == pin.FrameType.BODY:
+            # the root link: moving if a root joint (free-flyer, planar, ...) carries it
+            moving = moving or frame.parentJoint != 0
+        edges.append((parent, fid, moving))
+    return edges
+
+
+def frame_transforms(model: pin.Model, data: pin.Data, edges: list[tuple[int, int, bool]],
+                     t: float) -> list[dict[str, Any]]:
+    """TransformStamped fields of ``edges`` from the frame placements in ``data.oMf`` (run
+    ``pin.framesForwardKinematics`` first): ``parentMchild = oMparent⁻¹ · oMchild``."""
+    out = []
+    for parent, child, _ in edges:
+        oMc = data.oMf[child]
+        pMc = oMc if parent == 0 else data.oMf[parent].actInv(oMc)
+        name = WORLD_FRAME if parent == 0 else model.frames[parent].name
+        out.append(messages.transform_stamped(t, name, model.frames[child].name,
+                                              pMc.translation,
+                                              pin.Quaternion(pMc.rotation).coeffs()))
+    return out
+
+
+class TraceRecorder:
+    """Writes ``trace.mcap`` sample by sample (opened at construction, finished by ``close``).
+
+    Per recorded sample: ``/clock``, ``/joint_states``, ``/odom``, ``/tf`` (world → root link
+    and every link moved by a joint, from pinocchio's forward kinematics of the sample),
+    ``/contact_wrench/<foot>`` (sole frame), ``/cop/<foot>`` and ``/zmp`` (world; skipped while
+    undefined); ``/contact_markers`` at most at ``MARKER_RATE``. Once, at t = 0:
+    ``/robot_description`` and ``/tf_static`` (links behind fixed joints: soles, contact
+    points), both with transient-local QoS so that a late subscriber (RViz) still gets them.
+    """
+
+    def __init__(self, path: Path, robot: RobotModel, terrain: PlaneTerrain):
+        self.robot, self.terrain = robot, terrain
+        self.model, self.data = robot.model, robot.create_data()
+        self.edges = tf_tree(self.model)
+        self.moving = [e for e in self.edges if e[2]]
+        gravity = float(np.linalg.norm(self.model.gravity.linear))
+        self.force_scale = WEIGHT_ARROW_LENGTH / (robot.mass * gravity)
+        self.plane_origin = np.array([0.0, 0.0, terrain.height])
+        self.next_marker_t = -math.inf
+        urdf = Path(robot.config.urdf_path).read_text()
+        self.writer = McapTraceWriter(path, robot_description=urdf)
+        static = [e for e in self.edges if not e[2]]
+        if static:
+            pin.framesForwardKinematics(self.model, self.data, robot.configuration())
+            self.writer.write(*TF_STATIC, messages.tf_message(
+                frame_transforms(self.model, self.data, static, 0.0)), 0.0, latched=True)
+
+    def write(self, sample: Sample) -> None:
+        """Write the messages of one sample."""
+        robot, writer = self.robot, self.writer
+        step, obs, t = sample.step, sample.obs, sample.step.t
+        writer.write(*CLOCK, messages.clock(t), t)
+        writer.write(absolute(JOINT_STATES[0]), JOINT_STATES[1], messages.joint_state(
+            t, robot.actuated_joint_names, step.q[robot.q_idx], step.v[robot.v_idx],
+            step.tau), t)
+        oMb, v_local = base_motion(self.model, self.data, step.q, step.v)
+        quat = pin.Quaternion(oMb.rotation).coeffs()  # x, y, z, w
+        writer.write(absolute(ODOM[0]), ODOM[1], messages.odometry(
+            t, WORLD_FRAME, robot.base_link, oMb.translation, quat, v_local.linear,
+            v_local.angular), t)
+        pin.updateFramePlacements(self.model, self.data)  # joints placed by base_motion
+        writer.write(*TF, messages.tf_message(
+            frame_transforms(self.model, self.data, self.moving, t)), t)
+        for foot in obs.feet:
+            writer.write(absolute(CONTACT_WRENCH[0].format(foot=foot.name)), CONTACT_WRENCH[1],
+                         messages.wrench_stamped(t, foot.frame, foot.force, foot.torque), t)
+            if foot.cop is not None:
+                writer.write(absolute(COP[0].format(foot=foot.name)), COP[1],
+                             messages.point_stamped(t, WORLD_FRAME, foot.cop), t)
+        if obs.zmp is not None:
+            writer.write(absolute(ZMP[0]), ZMP[1],
+                         messages.point_stamped(t, WORLD_FRAME, obs.zmp), t)
+        if t >= self.next_marker_t:
+            self.next_marker_t = t + 1.0 / MARKER_RATE - 1e-9  # tolerance: t is a sum of dt's
+            # The support polygon is stored in the terrain plane's (t₁, t₂) coordinates.
+            polygon = self.plane_origin + obs.support_polygon @ self.terrain.R[:, :2].T
+            writer.write(absolute(CONTACT_MARKERS[0]), CONTACT_MARKERS[1],
+                         messages.contact_markers(
+                             t, WORLD_FRAME, step.p, step.f_world, step.active,
+                             [foot.cop for foot in obs.feet], obs.zmp, polygon,
+                             mu=self.terrain.mu, force_scale=self.force_scale,
+                             normals=self.terrain.normal), t)
+
+    def close(self) -> None:
+        """Finish the MCAP file (idempotent)."""
+        self.writer.close()

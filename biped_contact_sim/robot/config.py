@@ -66,26 +66,58 @@ class RobotConfig:
     standing: dict[str, float] = field(default_factory=dict)
 
 
+def _numbers(path: Path, key: str, values, count: int | None = None) -> np.ndarray:
+    """``values`` as a 1-D float array, or ConfigError naming the file and the key."""
+    if not isinstance(values, (list, tuple)) or any(isinstance(v, (bool, str)) or v is None
+                                                    for v in values):
+        raise ConfigError(f"{path}: {key} = {values!r} must be a list of numbers")
+    array = np.asarray(values, dtype=float)
+    if not np.isfinite(array).all():
+        raise ConfigError(f"{path}: {key} = {values!r} contains NaN or infinity")
+    if count is not None and array.size != count:
+        raise ConfigError(f"{path}: {key} has {array.size} numbers, expected {count}")
+    return array
+
+
+def urdf_joint_names(urdf_path: Path) -> list[str]:
+    """Names of the movable (non-fixed) joints of a URDF file."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(urdf_path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise ConfigError(f"{urdf_path}: cannot read the URDF ({exc})") from exc
+    return [j.get("name") for j in root.iter("joint") if j.get("type") != "fixed"]
+
+
 def load_robot_config(name_or_path: str | Path) -> RobotConfig:
     """Load and validate a robot config by robot name (``config/<name>.yaml``) or by path.
 
+    Every error names the file and the key (``robot.contacts.left_foot.offsets``, ...).
+
     Raises:
-        ConfigError: unknown robot, missing key, bad base type or malformed offsets.
+        ConfigError: unknown robot, missing file or key, bad base type, offsets that are not
+            finite numbers (3 per point), standing joints the URDF does not have.
     """
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = package_share() / "config" / f"{name_or_path}.yaml"
         if not path.is_file():
             raise unknown_name("robot", str(name_or_path), available_robots())
-    with open(path) as f:
-        raw = yaml.safe_load(f) or {}
+    if not path.is_file():
+        raise ConfigError(f"robot config file {path} does not exist")
+    try:
+        with open(path) as f:
+            raw = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read it as YAML ({exc})") from exc
     try:
         robot = raw["/**"]["ros__parameters"]["robot"]
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"{path}: expected '/**: ros__parameters: robot:'") from exc
 
     def need(key, where=robot, ctx="robot"):
-        if key not in where:
+        if not isinstance(where, dict) or key not in where:
             raise ConfigError(f"{path}: missing '{ctx}.{key}'")
         return where[key]
 
@@ -95,20 +127,33 @@ def load_robot_config(name_or_path: str | Path) -> RobotConfig:
     bodies = []
     for body in need("contact_bodies"):
         spec = need(body, need("contacts"), "robot.contacts")
-        offsets = np.asarray(need("offsets", spec, f"robot.contacts.{body}"), dtype=float)
+        key = f"robot.contacts.{body}.offsets"
+        offsets = _numbers(path, key, need("offsets", spec, f"robot.contacts.{body}"))
         if offsets.size == 0 or offsets.size % 3:
             raise ConfigError(
-                f"{path}: robot.contacts.{body}.offsets has {offsets.size} numbers; "
+                f"{path}: {key} has {offsets.size} numbers; "
                 "expected 3 per contact point (x, y, z in the frame)"
             )
         bodies.append(ContactBodyConfig(body, need("frame", spec, f"robot.contacts.{body}"),
                                         offsets.reshape(-1, 3)))
+    # the URDF: beside the config file, else in the package's urdf/ (absolute paths as they are)
+    urdf_path = path.parent / need("urdf")
+    if not urdf_path.is_file():
+        urdf_path = package_share() / "urdf" / need("urdf")
+    if not urdf_path.is_file():
+        raise ConfigError(f"{path}: robot.urdf = {need('urdf')!r}: no such file {urdf_path}")
     standing = {}
     if "standing" in robot:
-        names, values = robot["standing"]["joint_names"], robot["standing"]["positions"]
-        if len(names) != len(values):
+        names = need("joint_names", robot["standing"], "robot.standing")
+        values = _numbers(path, "robot.standing.positions",
+                          need("positions", robot["standing"], "robot.standing"))
+        if not isinstance(names, list) or len(names) != len(values):
             raise ConfigError(f"{path}: robot.standing has {len(names)} joint_names but "
                               f"{len(values)} positions")
+        joints = urdf_joint_names(urdf_path)
+        unknown = [n for n in names if n not in joints]
+        if unknown:
+            raise ConfigError(f"{path}: robot.standing.joint_names: {', '.join(map(str, unknown))}"
+                              f" not in {urdf_path.name}; its joints: {', '.join(joints)}")
         standing = dict(zip(names, map(float, values), strict=True))
-    urdf_path = package_share() / "urdf" / need("urdf")
     return RobotConfig(need("name"), urdf_path, base, tuple(bodies), standing)

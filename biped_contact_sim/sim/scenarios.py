@@ -22,10 +22,46 @@ from biped_contact_sim.sim.terrain import PlaneTerrain
 
 @dataclass(frozen=True)
 class Param:
-    """A ``--set`` key of a scenario."""
+    """A ``--set`` key of a scenario: its default (whose type is the key's type), meaning and
+    allowed range ``[lo, hi]`` (None: unbounded; ``lo_open``: ``lo`` itself is excluded)."""
 
     default: Any
     help: str
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+
+    def check(self, key: str, value: Any) -> Any:
+        """``value`` converted to the key's type, or ConfigError naming the key and what is
+        allowed (a bool is not a number; an int key refuses 2.5; NaN and infinities are
+        refused)."""
+        kind = type(self.default)
+        allowed = self.allowed()
+        number = "an integer" if kind is int else "a number"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                kind is int and np.isfinite(value) and float(value) != int(value)):
+            raise ConfigError(f"--set {key}={value!r}: expected {number} {allowed} "
+                              f"({self.help})")
+        if not np.isfinite(value) or (self.lo is not None and (
+                value < self.lo or (self.lo_open and value == self.lo))) or (
+                self.hi is not None and value > self.hi):
+            raise ConfigError(f"--set {key}={value!r} is out of range: allowed {allowed} "
+                              f"({self.help})")
+        return kind(value)
+
+    def allowed(self) -> str:
+        """The range in words, e.g. ``in [0, 10]`` or ``> 0``."""
+        if self.lo is not None and self.hi is not None:
+            return f"in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}]"
+        if self.lo is not None:
+            return f"{'>' if self.lo_open else '>='} {self.lo:g}"
+        if self.hi is not None:
+            return f"<= {self.hi:g}"
+        return "(any finite value)"
+
+
+#: ``--set robot=NAME|FILE`` (``biped-sim run --robot``): another robot than the scenario's
+ROBOT_KEY = "robot"
 
 
 @dataclass(frozen=True)
@@ -47,10 +83,12 @@ class Scenario:
     robot_factory: Callable[[dict[str, Any]], RobotModel] | None = None
 
     def make_robot(self, params: dict[str, Any]) -> RobotModel:
-        """The scenario's robot (``robot_factory`` or ``config/<robot>.yaml``, mass-scaled)."""
+        """The scenario's robot (``robot_factory`` or ``config/<robot>.yaml``, mass-scaled), or
+        the one ``params["robot"]`` names (a robot name or a config file)."""
         if self.robot_factory is not None:
             return self.robot_factory(params)
-        return RobotModel.load(self.robot, params.get("mass_scale", 1.0))
+        return RobotModel.load(params.get(ROBOT_KEY) or self.robot,
+                               params.get("mass_scale", 1.0))
 
     def external_forces(self, params: dict[str, Any]) -> list[ExternalForce]:
         """Scheduled external forces (pushes) of the scenario."""
@@ -60,23 +98,28 @@ class Scenario:
         """Scenario parameters with ``sets`` applied (``contact.*`` keys are left out).
 
         Raises:
-            ConfigError: a key the scenario does not accept (listing the accepted keys).
+            ConfigError: a key the scenario does not accept (listing the accepted keys), a
+                value of the wrong type or out of its range (naming the key and the range).
         """
         params = {k: p.default for k, p in self.params.items()}
         for key, value in sets.items():
             if key.startswith(("contact.", "controller.", "behavior.")):
+                continue
+            if key == ROBOT_KEY:
+                if self.robot_factory is not None:
+                    raise ConfigError(f"scenario {self.name!r} builds its own robot; --robot "
+                                      "does not apply")
+                if not isinstance(value, str) or not value:
+                    raise ConfigError(f"--robot {value!r}: expected a robot name or a config "
+                                      "file")
+                params[key] = value
                 continue
             if key not in params:
                 raise ConfigError(
                     f"Unknown --set key {key!r} for scenario {self.name!r}. Accepted: "
                     + ", ".join([*sorted(params), "contact.<setting>", "controller.<gain>",
                                  "behavior.<param>"]))
-            kind = type(self.params[key].default)
-            try:
-                params[key] = kind(value)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"--set {key}={value!r}: expected a {kind.__name__} "
-                                  f"({self.params[key].help})") from exc
+            params[key] = self.params[key].check(key, value)
         return params
 
     def terrain(self, params: dict[str, Any]) -> PlaneTerrain:
@@ -111,9 +154,7 @@ def _push(params):
 
 def _plate(params):
     """The brick as a free rigid body on an n × n grid of sole points (Chardonnet Fig. 5)."""
-    n = params["grid"]
-    if not 2 <= n <= 12:
-        raise ConfigError(f"grid = {n!r} must be in [2, 12] (m = grid² contact points)")
+    n = params["grid"]  # range-checked by its Param
     config = load_robot_config("brick")
     xs, ys = np.linspace(-0.1, 0.1, n), np.linspace(-0.05, 0.05, n)
     offsets = np.array([(x, y, -0.025) for x in xs for y in ys])
@@ -143,19 +184,22 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario(
         "ball", "Bouncing ball (Rengifo et al. §II-A, Fig. 4-5): a 1 kg point mass dropped on "
         "flat ground.", "ball", duration=2.5, dt=2e-4,
-        params={"height": Param(0.5, "initial height of the ball's bottom [m]"),
-                "mu": Param(0.8, "friction coefficient"),
-                "mass_scale": Param(1.0, "scale every mass and inertia of the robot")},
+        params={"height": Param(0.5, "initial height of the ball's bottom above the ground [m]",
+                                lo=0.0),
+                "mu": Param(0.8, "friction coefficient", lo=0.0),
+                "mass_scale": Param(1.0, "scale every mass and inertia of the robot",
+                                     lo=0.0, lo_open=True)},
         initial_state=_ball_state,
         contact_defaults={"penalty_fl": {"kp": 1.0, "kv": 5000.0},
                           "spring_damper": {"stiffness": 1e4, "damping": 20.0}}),
     Scenario(
         "ramp", "Brick on a frictional ramp (Rengifo et al. §II-B): sticks if mu > tan(slope), "
         "else slides at g (sin a - mu cos a).", "brick", duration=3.0, dt=1e-3,
-        params={"slope_deg": Param(20.0, "ramp slope [deg]"),
-                "mu": Param(0.5, "friction coefficient"),
+        params={"slope_deg": Param(20.0, "ramp slope [deg]", lo=0.0, hi=80.0),
+                "mu": Param(0.5, "friction coefficient", lo=0.0),
                 "speed": Param(0.5, "initial downhill speed [m/s]"),
-                "mass_scale": Param(1.0, "scale every mass and inertia of the robot")},
+                "mass_scale": Param(1.0, "scale every mass and inertia of the robot",
+                                     lo=0.0, lo_open=True)},
         initial_state=_brick_state,
         contact_defaults={"penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6},
                           "spring_damper": {"stiffness": 2e4, "damping": 50.0,
@@ -164,54 +208,56 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario(
         "drop", "3-D biped dropped from 5 cm in its standing posture, joints held by a PD.",
         "biped3d", duration=2.0, dt=1e-3,
-        params={"height": Param(0.05, "drop height of the soles [m]"),
-                "mu": Param(0.8, "friction coefficient"),
-                "mass_scale": Param(1.0, "scale every mass and inertia of the robot")},
+        params={"height": Param(0.05, "drop height of the soles [m]", lo=0.0),
+                "mu": Param(0.8, "friction coefficient", lo=0.0),
+                "mass_scale": Param(1.0, "scale every mass and inertia of the robot",
+                                     lo=0.0, lo_open=True)},
         initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller=_PD,
         biped=True),
     Scenario(
         "stand", "3-D biped standing on flat ground under whole-body control (Rengifo et al. "
         "Fig. 12-14: vertex heights and normal forces; --controller joint_pd for the PD hold).",
         "biped3d", duration=3.0, dt=1e-3,
-        params={"height": Param(0.0, "initial height of the soles [m]"),
-                "mu": Param(0.8, "friction coefficient"),
-                "mass_scale": Param(1.0, "scale every mass and inertia of the robot")},
+        params={"height": Param(0.0, "initial height of the soles [m]", lo=0.0),
+                "mu": Param(0.8, "friction coefficient", lo=0.0),
+                "mass_scale": Param(1.0, "scale every mass and inertia of the robot",
+                                     lo=0.0, lo_open=True)},
         initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",
         biped=True, behavior="stand"),
     Scenario(
         "sway", "3-D biped in double support, whole-body control: CoM vertical sinusoid and a "
         "sinusoidal internal tension between the feet, CoPs held at the sole centres (Sentis et "
         "al. Fig. 8 on our biped).", "biped3d", duration=None, dt=1e-3,
-        params={"mu": Param(0.8, "friction coefficient")},
+        params={"mu": Param(0.8, "friction coefficient", lo=0.0)},
         initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",
         biped=True, behavior="sway"),
     Scenario(
         "push", "3-D biped standing under whole-body control, pushed sideways on the pelvis; "
         "must recover without a step or a lifting foot.", "biped3d", duration=4.0, dt=1e-3,
-        params={"mu": Param(0.8, "friction coefficient"),
+        params={"mu": Param(0.8, "friction coefficient", lo=0.0),
                 "push_force": Param(50.0, "lateral (+y) push on the pelvis [N]"),
-                "push_time": Param(1.0, "start of the push [s]"),
-                "push_duration": Param(0.1, "length of the push [s]")},
+                "push_time": Param(1.0, "start of the push [s]", lo=0.0),
+                "push_duration": Param(0.1, "length of the push [s]", lo=0.0)},
         initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",
         biped=True, behavior="stand", external=_push),
     Scenario(
         "walk", "3-D biped walking five steps: footsteps, ZMP preview CoM, swing splines, IK "
         "joint references tracked by computed-torque control (Rengifo et al. §V).", "biped3d",
-        duration=None, dt=1e-3, params={"mu": Param(0.8, "friction coefficient")},
+        duration=None, dt=1e-3, params={"mu": Param(0.8, "friction coefficient", lo=0.0)},
         initial_state=_standing_state, contact_defaults=_WALK_CONTACT, controller="ctc",
         biped=True, behavior="walk"),
     Scenario(
         "planar_walk", "Planar 7-link biped walking with computed-torque control on optimal "
         "cubic joint references (Bravo & Rengifo §4).", "planar_biped", duration=None,
-        dt=1e-3, params={"mu": Param(0.8, "friction coefficient")},
+        dt=1e-3, params={"mu": Param(0.8, "friction coefficient", lo=0.0)},
         initial_state=_standing_state, contact_defaults=_WALK_CONTACT, controller="ctc",
         biped=True, behavior="planar_walk"),
     Scenario(
         "plate", "A 1 kg box resting on grid x grid contact points (the contact-count scaling "
         "study, Chardonnet et al. Fig. 5).", "brick", duration=0.5, dt=1e-3,
-        params={"grid": Param(4, "points per side; m = grid² contact points"),
-                "height": Param(0.0, "initial height of the bottom face [m]"),
-                "mu": Param(0.8, "friction coefficient")},
+        params={"grid": Param(4, "points per side; m = grid² contact points", lo=2, hi=12),
+                "height": Param(0.0, "initial height of the bottom face [m]", lo=0.0),
+                "mu": Param(0.8, "friction coefficient", lo=0.0)},
         initial_state=_plate_state, robot_factory=_plate,
         contact_defaults={"penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6}}),
 )}

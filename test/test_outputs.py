@@ -1,0 +1,318 @@
+"""What a run leaves behind: the trace's TF tree, QoS and names; outputs that are never lost
+(checked ``--out``, Ctrl-C, reused folders); flat memory; bad input named; quick start-up."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from biped_contact_sim.cli import main as cli
+from biped_contact_sim.cli import progress
+from biped_contact_sim.record import recorder
+from biped_contact_sim.record.buffer import DecimatingBuffer
+from biped_contact_sim.record.mcap_writer import QOS_METADATA_KEY
+from biped_contact_sim.robot import RobotModel
+
+ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+
+
+def biped_sim(*args, **kwargs):
+    """``biped-sim ARGS`` as a subprocess (the entry point's module, this interpreter)."""
+    return subprocess.Popen([sys.executable, "-m", "biped_contact_sim.cli.main", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=ENV, **kwargs)
+
+
+def read_trace(path):
+    """({topic: channel metadata}, {topic: [decoded messages]})."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from mcap_ros2.reader import read_ros2_messages
+    metadata, messages = {}, {}
+    for item in read_ros2_messages(str(path)):
+        metadata[item.channel.topic] = dict(item.channel.metadata)
+        messages.setdefault(item.channel.topic, []).append(item.ros_msg)
+    return metadata, messages
+
+
+@pytest.fixture(scope="module")
+def walk_trace(tmp_path_factory):
+    """``run walk`` to mid-step (t = 2.2 s, one foot in the air), recorded at 100 Hz."""
+    out = tmp_path_factory.mktemp("walk")
+    code = cli.main(["-q", "run", "walk", "--duration", "2.2", "--record-rate", "100",
+                     "--no-plots", "--no-replay", "--out", str(out)])
+    assert code == 0
+    return out
+
+
+def se3(transform):
+    t, r = transform.translation, transform.rotation
+    return pin.XYZQUATToSE3(np.array([t.x, t.y, t.z, r.x, r.y, r.z, r.w]))
+
+
+def test_tf_places_the_soles_where_pinocchio_does(walk_trace):
+    """Chain /tf (moving links) and /tf_static (soles, contact points) from world to each sole
+    and compare with pinocchio's forward kinematics of the recorded configuration."""
+    metadata, messages = read_trace(walk_trace / "trace.mcap")
+    robot = RobotModel.load("biped3d")
+    static = {tr.child_frame_id: tr for tr in messages["/tf_static"][0].transforms}
+    assert {"l_sole", "r_sole", "left_foot_point0", "right_foot_point3"} <= set(static)
+    links = {f.name for f in robot.model.frames if f.type == pin.FrameType.BODY}
+    odoms = {key(m.header.stamp): m for m in messages["/odom"]}
+    states = {key(m.header.stamp): m for m in messages["/joint_states"]}
+    data = robot.create_data()
+    highest = 0.0
+    for tf in messages["/tf"]:  # every recorded instant, 100 Hz
+        moving = {tr.child_frame_id: tr for tr in tf.transforms}
+        # every link moved by a joint, and the root from the world
+        assert set(moving) | set(static) >= links
+        assert moving["base_link"].header.frame_id == "world"  # the root link
+        parents = {c: tr.header.frame_id for c, tr in (*static.items(), *moving.items())}
+        transforms = {**static, **moving}
+
+        def world_pose(frame, transforms=transforms, parents=parents):
+            pose = pin.SE3.Identity()
+            while frame != "world":
+                pose = se3(transforms[frame].transform) * pose
+                frame = parents[frame]
+            return pose
+
+        # the configuration of the same instant, from /odom and /joint_states
+        stamp = key(tf.transforms[0].header.stamp)
+        odom, js = odoms[stamp], states[stamp]
+        p, o = odom.pose.pose.position, odom.pose.pose.orientation
+        q = robot.configuration([p.x, p.y, p.z], dict(zip(js.name, js.position, strict=True)))
+        q[3:7] = [o.x, o.y, o.z, o.w]
+        pin.framesForwardKinematics(robot.model, data, q)
+        for sole in ("l_sole", "r_sole"):
+            expected = data.oMf[robot.model.getFrameId(sole)]
+            got = world_pose(sole)
+            np.testing.assert_allclose(got.translation, expected.translation, atol=1e-9)
+            np.testing.assert_allclose(got.rotation, expected.rotation, atol=1e-9)
+            highest = max(highest, got.translation[2])
+    # a sole was in the air (a step): the check is not only about a standing robot
+    assert highest > 5e-3
+
+
+def key(stamp):
+    return stamp.sec, stamp.nanosec
+
+
+def test_trace_topics_are_absolute_with_offered_qos(walk_trace):
+    metadata, messages = read_trace(walk_trace / "trace.mcap")
+    assert all(topic.startswith("/") for topic in metadata)
+    assert {"/joint_states", "/odom", "/contact_wrench/left_foot", "/zmp", "/contact_markers",
+            "/tf", "/tf_static", "/clock", "/robot_description"} <= set(metadata)
+    for topic, meta in metadata.items():
+        qos = yaml.safe_load(meta[QOS_METADATA_KEY])[0]
+        latched = topic in ("/robot_description", "/tf_static")
+        assert qos["durability"] == (1 if latched else 2), topic  # 1 = transient local
+        assert qos["reliability"] == 1
+    assert len(messages["/tf_static"]) == len(messages["/robot_description"]) == 1
+    rows = (walk_trace / "timeseries.csv").read_text().splitlines()
+    # --record-rate 100 over 2.2 s: steps 0, 10, ..., 2190 and the last one (plus the header)
+    assert len(rows) - 1 == len(messages["/tf"]) == 221
+
+
+def test_unwritable_out_fails_before_simulating(tmp_path, capsys, monkeypatch):
+    from biped_contact_sim.cli import runner
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("simulated although --out is unusable")
+
+    monkeypatch.setattr(runner, "run", no_run)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    for out in (a_file, Path("/proc/nope")):
+        assert cli.main(["run", "drop", "--out", str(out)]) == cli.EXIT_OUTPUT
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --out {out}") and "Traceback" not in err
+
+
+def test_reused_folder_is_cleared_of_our_outputs_only(tmp_path):
+    (tmp_path / "plots").mkdir()
+    stale = [tmp_path / "plots" / "old.png", tmp_path / "replay.png", tmp_path / "replay.html"]
+    for path in stale:
+        path.write_text("stale")
+    mine = tmp_path / "notes.txt"
+    mine.write_text("keep")
+    assert cli.main(["-q", "run", "ball", "--duration", "0.01", "--no-plots", "--no-replay",
+                     "--out", str(tmp_path)]) == 0
+    assert not any(path.exists() for path in stale)
+    assert mine.read_text() == "keep"
+    assert (tmp_path / "summary.json").exists()
+
+
+def test_ctrl_c_writes_what_exists_and_exits_130(tmp_path):
+    proc = biped_sim("run", "stand", "--duration", "60", "--no-plots", "--out", str(tmp_path))
+    csv = tmp_path / "timeseries.csv"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:  # running and recording
+        if csv.exists() and csv.stat().st_size > 20_000:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == cli.EXIT_INTERRUPTED, err
+    assert "Traceback" not in err
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert 0 < summary["steps"] < 60_000
+    _, messages = read_trace(tmp_path / "trace.mcap")  # a finished, readable MCAP
+    rows = csv.read_text().splitlines()
+    assert len(messages["/joint_states"]) == len(rows) - 1 > 0
+    assert (tmp_path / "replay.html").stat().st_size > 0
+
+
+def peak_rss_mb(duration: float, out: Path) -> float:
+    """Peak resident memory [MB] of ``biped-sim run ramp`` lasting ``duration`` s, recorded at
+    200 Hz (12 000 samples in 60 s: past the 8 192 the plots keep, so the buffer decimates)."""
+    code = (
+        "import resource, sys\n"
+        "from biped_contact_sim.cli.main import main\n"
+        f"rc = main(['-q', 'run', 'ramp', '--duration', '{duration}', '--no-plots',"
+        f" '--record-rate', '200', '--out', r'{out}'])\n"
+        "assert rc == 0, rc\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=ENV, check=True)
+    return float(result.stdout.split()[-1])
+
+
+# The whole run recorded (MCAP, CSV, replay) with its samples kept for the plots in a bounded
+# buffer: 10 times longer may not cost more than this [MB] of peak memory.
+RSS_GROWTH_BOUND_MB = 25.0
+
+
+def test_memory_stays_flat_over_a_60_s_run(tmp_path):
+    short = peak_rss_mb(6.0, tmp_path / "short")
+    long = peak_rss_mb(60.0, tmp_path / "long")
+    print(f"peak RSS: 6 s run {short:.0f} MB, 60 s run {long:.0f} MB")
+    assert long - short < RSS_GROWTH_BOUND_MB
+    summary = json.loads((tmp_path / "long" / "summary.json").read_text())
+    assert summary["steps"] == 60_000
+    rows = (tmp_path / "long" / "timeseries.csv").read_text().count("\n")
+    assert rows == 12_001 + 1  # every recorded sample is on disk (steps 0, 5, ..., and the last)
+
+
+def test_decimating_buffer_keeps_evenly_spaced_samples():
+    buffer = DecimatingBuffer(8)
+    for k in range(8):
+        buffer.append(k)
+    assert list(buffer) == list(range(8)) and not buffer.decimated
+    for k in range(8, 37):
+        buffer.append(k)
+    assert list(buffer) == [0, 8, 16, 24, 32]  # stride 8 once 33 samples were offered
+    assert len(buffer) <= 8 and buffer[0] == 0
+
+
+def test_absurd_step_counts_are_refused_with_the_count(tmp_path, capsys):
+    assert cli.main(["run", "ball", "--dt", "1e-7", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "25000000 steps" in err and "--max-steps 25000000" in err
+
+
+@pytest.mark.parametrize(("sets", "words"), [
+    (["height=-1"], ["height", ">= 0"]),
+    (["mu=nan"], ["mu", ">= 0"]),
+    (["height=abc"], ["height", "expected a number"]),
+])
+def test_ball_settings_out_of_range_are_refused(tmp_path, capsys, sets, words):
+    argv = ["run", "ball", "--out", str(tmp_path)]
+    for pair in sets:
+        argv += ["--set", pair]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words), err
+
+
+def test_plate_grid_must_be_an_integer(tmp_path, capsys):
+    assert cli.main(["run", "plate", "--set", "grid=2.5", "--out", str(tmp_path)]) == 2
+    assert "grid=2.5: expected an integer in [2, 12]" in capsys.readouterr().err
+
+
+def write_robot(tmp_path, **changes):
+    """A copy of config/biped3d.yaml with entries of ``robot`` replaced."""
+    from biped_contact_sim.robot.config import package_share
+
+    raw = yaml.safe_load((package_share() / "config" / "biped3d.yaml").read_text())
+    robot = raw["/**"]["ros__parameters"]["robot"]
+    for key, value in changes.items():
+        target = robot
+        *parents, last = key.split(".")
+        for part in parents:
+            target = target[part]
+        target[last] = value
+    robot["urdf"] = str(package_share() / "urdf" / "biped3d.urdf")
+    path = tmp_path / "robot.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+@pytest.mark.parametrize(("changes", "key"), [
+    ({"contacts.left_foot.offsets": ["a", 0.0, 0.0]}, "robot.contacts.left_foot.offsets"),
+    ({"contacts.left_foot.offsets": [float("nan"), 0.0, 0.0]},
+     "robot.contacts.left_foot.offsets"),
+    ({"standing.joint_names": ["l_hip_yaw", "no_such_joint"],
+      "standing.positions": [0.0, 0.0]}, "no_such_joint"),
+])
+def test_robot_config_errors_name_file_and_key(tmp_path, capsys, changes, key):
+    path = write_robot(tmp_path, **changes)
+    assert cli.main(["run", "stand", "--robot", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and key in err and "Traceback" not in err
+
+
+def test_missing_robot_config_file(tmp_path, capsys):
+    missing = tmp_path / "missing.yaml"
+    assert cli.main(["run", "stand", "--robot", str(missing), "--out", str(tmp_path)]) == 2
+    assert f"robot config file {missing} does not exist" in capsys.readouterr().err
+
+
+def test_help_and_version_import_no_simulation_layers():
+    code = ("import sys\n"
+            "from biped_contact_sim.cli.main import main\n"
+            "for argv in (['--help'], ['--version'], ['run', '--help']):\n"
+            "    try:\n"
+            "        main(argv)\n"
+            "    except SystemExit:\n"
+            "        pass\n"
+            "heavy = [m for m in ('pinocchio', 'numba', 'matplotlib', 'numpy', 'meshcat')\n"
+            "         if m in sys.modules]\n"
+            "print('HEAVY', heavy)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=ENV, check=True)
+    assert "HEAVY []" in result.stdout
+    assert "--record-rate" in result.stdout and "Exit codes" in result.stdout
+
+
+def test_progress_off_a_terminal_is_one_line_per_tenth(capsys):
+    bar = progress.progress_bar(1000, "walk/penalty_fl")  # stderr is not a terminal here
+    for _ in range(100):
+        bar.update(10)
+    bar.close()
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 10 and "\r" not in err
+    assert lines[-1].startswith("walk/penalty_fl: 100 % (1000/1000 step")
+    progress.set_quiet(True)
+    try:
+        progress.progress_bar(10, "x").update(10)
+        assert capsys.readouterr().err == ""
+    finally:
+        progress.set_quiet(False)
+
+
+def test_summary_is_strict_json_for_divergence_and_interrupts():
+    summary = {"error": None, "x": float("nan"), "interrupted": True}
+    assert recorder.json_safe(summary) == {"error": None, "x": None, "interrupted": True}
