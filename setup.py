@@ -14,7 +14,8 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
+        (f"share/{PACKAGE}/config",
+         glob("config/*.yaml") + glob("config/*.rviz") + glob("config/*.json")),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
     ],
     # Only setuptools here: on ROS 2, pinocchio/numpy/scipy come from apt (package.xml), and a

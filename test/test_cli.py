@@ -68,6 +68,8 @@ def test_summary_has_the_design_keys(ball_run):
     assert summary["contact_model"] == "penalty_fl"
     assert summary["steps"] == round(0.5 / summary["dt"])
     assert summary["error"] is None
+    # meaningless for a ball: no support polygon to hold a ZMP, nothing to fall
+    assert summary["zmp_in_support_fraction"] is None and summary["fell"] is None
 
 
 def test_mcap_topics_types_and_counts(ball_run):
@@ -228,3 +230,26 @@ def test_compare_writes_table_and_plots(tmp_path):
     for name in ("compare_gaps.png", "compare_normal_force.png", "compare_energy.png",
                  "compare_residuals.png"):
         assert (tmp_path / "ball" / name).exists()
+
+
+def test_plots_make_no_extra_runs_unless_paper_figures(tmp_path, monkeypatch):
+    from biped_contact_sim.cli import plots
+    from biped_contact_sim.cli.runner import run
+
+    result = run("ramp", duration=0.2)
+    calls = []
+    monkeypatch.setattr(plots, "run", lambda *a, **k: calls.append(a) or result)
+    names = {p.name for p in plots.make_plots(result, tmp_path)}
+    assert calls == [] and {"ramp_stick_slip.png", "energy.png"} <= names
+    plots.make_plots(result, tmp_path, extra_runs=True)
+    assert len(calls) == 2  # the sticking and the sliding ramp of the paper's figure
+
+
+def test_plot_units_follow_the_magnitudes():
+    from biped_contact_sim.cli import plots
+
+    assert plots._length_unit(np.array([-9e-7, 0.0])) == (1e6, "µm")
+    assert plots._length_unit(np.array([-2e-3, 0.5])) == (1e3, "mm")
+    assert plots._internal_force_label("tension_left_foot_right_foot")[1] == "N"
+    title, unit, _ = plots._internal_force_label("m_cop_left_foot_x")
+    assert unit == "N·m" and "left CoP" in title

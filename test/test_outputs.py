@@ -225,7 +225,7 @@ def test_absurd_step_counts_are_refused_with_the_count(tmp_path, capsys):
 @pytest.mark.parametrize(("sets", "words"), [
     (["height=-1"], ["height", ">= 0"]),
     (["mu=nan"], ["mu", ">= 0"]),
-    (["height=abc"], ["height", "expected a number"]),
+    (["height=abc"], ["height", "expected a float"]),
 ])
 def test_ball_settings_out_of_range_are_refused(tmp_path, capsys, sets, words):
     argv = ["run", "ball", "--out", str(tmp_path)]
@@ -238,7 +238,7 @@ def test_ball_settings_out_of_range_are_refused(tmp_path, capsys, sets, words):
 
 def test_plate_grid_must_be_an_integer(tmp_path, capsys):
     assert cli.main(["run", "plate", "--set", "grid=2.5", "--out", str(tmp_path)]) == 2
-    assert "grid=2.5: expected an integer in [2, 12]" in capsys.readouterr().err
+    assert "grid=2.5: expected an int in [2, 12]" in capsys.readouterr().err
 
 
 def write_robot(tmp_path, **changes):
@@ -316,3 +316,33 @@ def test_progress_off_a_terminal_is_one_line_per_tenth(capsys):
 def test_summary_is_strict_json_for_divergence_and_interrupts():
     summary = {"error": None, "x": float("nan"), "interrupted": True}
     assert recorder.json_safe(summary) == {"error": None, "x": None, "interrupted": True}
+
+
+def test_foxglove_layout_reads_topics_the_trace_has(walk_trace):
+    """Every topic the layout's panels read is in a biped trace, with the field it plots."""
+    from biped_contact_sim.robot.config import package_share
+
+    layout = json.loads((package_share() / "config" / "foxglove_layout.json").read_text())
+    _, messages = read_trace(walk_trace / "trace.mcap")
+    panels = layout["configById"]
+    assert {"3D!robot", "DiagnosticSummary!diag"} <= set(panels)
+    assert panels["3D!robot"]["layers"]["robot"]["topic"] == "/robot_description"
+    paths = [p["value"] for k, cfg in panels.items() if k.startswith("Plot!")
+             for p in cfg["paths"]]
+    assert paths
+    for path in paths:
+        topic, *fields = path.split(".")
+        assert topic in messages, path
+        value = messages[topic][-1]
+        for field in fields:
+            value = getattr(value, field)
+        assert isinstance(value, float), path
+    for topic in [*panels["3D!robot"]["topics"], panels["DiagnosticSummary!diag"][
+            "topicToRender"]]:
+        assert topic in messages, topic
+    status = messages["/diagnostics"][-1].status[0]
+    values = {kv.key: kv.value for kv in status.values}
+    assert status.name == "biped_contact_sim: simulator" and status.level == 0
+    assert values["contact_model"] == "penalty_fl" and int(values["steps"]) > 0
+    # one status per simulated second, from t = 0
+    assert len(messages["/diagnostics"]) == 3

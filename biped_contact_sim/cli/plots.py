@@ -10,9 +10,12 @@
 * every scenario — the mechanical energy.
 
 The paper figures need runs with other settings than the user's; ``make_plots`` makes them
-(same scenario parameters and duration as the run) unless ``extra_runs`` is False. Figures are
-built with the object-oriented ``matplotlib.figure.Figure`` (no pyplot): no global figure
-registry to leak and no GUI backend to select.
+(same scenario parameters and duration as the run) only with ``extra_runs`` (``biped-sim run
+--paper-figures``); otherwise a figure shows the run alone. Figures are built with the
+object-oriented ``matplotlib.figure.Figure`` (no pyplot): no global figure registry to leak and
+no GUI backend to select. Conventions: lengths in the unit that suits them (mm or µm), a few
+impact spikes never set the scale of a panel (robust limits, the peak written on it), a
+still signal is not magnified into its round-off (minimum spans), at most three panels a row.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MultipleLocator, NullFormatter, NullLocator, ScalarFormatter
 
 from biped_contact_sim.cli.runner import RunResult, fidelity_residuals, run
-from biped_contact_sim.control.feasibility import plot_stability_cloud, robot_stability_cloud
+from biped_contact_sim.control.feasibility import robot_stability_cloud
 from biped_contact_sim.record.recorder import base_motion
 
 PLOTS_DIR = "plots"
@@ -39,6 +43,9 @@ BALL_DT = 2e-4
 RAMP_CASES = (("sticking", 0.5), ("sliding", 0.2))  # (label, μ) against tan 20° = 0.364
 STAND_EPSILONS = (0.0, 1e-6)  # ε of Rengifo et al. Fig. 13 and 14 [m]
 ZMP_MIN_SPAN = 0.02  # smallest y range of the ZMP-against-time panels [m]
+FORCE_MIN_SPAN = 1.0  # [N] smallest y range of an internal-force panel (round-off is ~1e-13)
+MOMENT_MIN_SPAN = 0.1  # [N·m]
+MAX_COLUMNS = 3  # panels per row of the comparison figures
 
 
 STABILITY_GRID_X = np.linspace(-0.15, 0.2, 36)  # [m] CoM grid of the stability cloud
@@ -50,7 +57,7 @@ RESIDUAL_PANELS = (("penetration_m", 1e3, "penetration [mm]"),
                    ("dissipation_gap_W", 1.0, "max-dissipation gap [W]"))
 
 
-def make_plots(result: RunResult, out_dir: Path, extra_runs: bool = True) -> list[Path]:
+def make_plots(result: RunResult, out_dir: Path, extra_runs: bool = False) -> list[Path]:
     """Write the figures of ``result`` to ``out_dir/plots``.
 
     Args:
@@ -100,37 +107,71 @@ def compare_plots(results: dict[str, RunResult], out_dir: Path) -> list[Path]:
     if not results:
         return []
     n = len(results)
+    cols = min(n, MAX_COLUMNS)
+    rows = math.ceil(n / cols)
+    scenario = next(iter(results.values())).scenario.name
 
-    gaps_fig = Figure(figsize=(4.0 * n, 3.5), layout="constrained")
-    axes = gaps_fig.subplots(1, n, sharey=True, squeeze=False)[0]
+    def panels(title: str) -> tuple[Figure, list[Axes]]:
+        fig = Figure(figsize=(4.2 * cols, 3.2 * rows + 0.5), layout="constrained")
+        axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel()
+        for ax in axes[n:]:
+            ax.set_visible(False)
+        fig.suptitle(f"{scenario}: {title}")
+        return fig, list(axes[:n])
+
+    all_gaps = np.concatenate([_gaps(r).ravel() for r in results.values()])
+    scale, unit = _length_unit(all_gaps)
+    gaps_fig, axes = panels("gap of every contact point")
     for ax, (name, r) in zip(axes, results.items(), strict=True):
         t = _time(r)
         gaps = _gaps(r)
         for i, point in enumerate(r.robot.point_names):
-            ax.plot(t, 1e3 * gaps[:, i], lw=0.8, label=point)
+            ax.plot(t, scale * gaps[:, i], lw=0.8, label=point)
         ax.axhline(0.0, color="k", lw=0.5)
-        ax.set(title=_model_title(name, r), xlabel="t [s]")
-    axes[0].set_ylabel("gap φ [mm]")
+        ax.set(title=_model_title(name, r), xlabel="t [s]", ylabel=f"gap φ [{unit}]")
+    limits = _robust_limits(scale * all_gaps)
+    if limits:
+        axes[0].set_ylim(*limits)
     axes[0].legend(fontsize="x-small")
 
-    force_fig = Figure(figsize=(4.0 * n, 3.5), layout="constrained")
-    axes = force_fig.subplots(1, n, sharey=True, squeeze=False)[0]
+    force_fig, axes = panels("normal force per contact body (impact peaks clipped, value "
+                             "written)")
+    sums = [_normal_forces(r)[:, list(b.points)].sum(axis=1)
+            for r in results.values() for b in r.robot.contact_bodies]
+    weight = _weight(next(iter(results.values())))
+    limits = _robust_limits(np.concatenate([*sums, [0.0, weight]]), pad=0.2)
     for ax, (name, r) in zip(axes, results.items(), strict=True):
         t = _time(r)
         fn = _normal_forces(r)
         for body in r.robot.contact_bodies:
-            ax.plot(t, fn[:, list(body.points)].sum(axis=1), lw=0.8, label=body.name)
+            total = fn[:, list(body.points)].sum(axis=1)
+            ax.plot(t, total, lw=0.8, label=body.name)
+            if limits and total.size and total.max() > limits[1]:
+                k = int(np.argmax(total))
+                ax.annotate(f"peak {total[k]:.3g} N", (t[k], limits[1]), xytext=(4, -12),
+                            textcoords="offset points", fontsize="x-small")
         ax.axhline(_weight(r), color="k", ls=":", lw=0.8, label="m g")
-        ax.set(title=_model_title(name, r), xlabel="t [s]")
-    axes[0].set_ylabel("normal force Σ f_n [N]")
+        ax.set(title=_model_title(name, r), xlabel="t [s]", ylabel="Σ f_n [N]")
+    if limits:
+        axes[0].set_ylim(*limits)
     axes[0].legend(fontsize="x-small")
 
-    energy_fig = Figure(figsize=(6.0, 4.0), layout="constrained")
-    ax = energy_fig.subplots()
-    for name, r in results.items():
-        ax.plot(_time(r), [s.obs.energy for s in r.samples], label=_model_title(name, r))
-    ax.set(xlabel="t [s]", ylabel="kinetic + potential energy [J]",
-           title=f"{next(iter(results.values())).scenario.name}: energy")
+    energy_fig = Figure(figsize=(8.0, 6.0), layout="constrained")
+    ax, diff = energy_fig.subplots(2, 1, sharex=True)
+    styles = ("-", "--", "-.", ":", (0, (5, 1)))
+    # the differences are taken from penalty_fl (the project's default) when it ran
+    reference_name = "penalty_fl" if "penalty_fl" in results else next(iter(results))
+    reference = results[reference_name]
+    e_ref = np.array([s.obs.energy for s in reference.samples])
+    for k, (name, r) in enumerate(results.items()):
+        energy = np.array([s.obs.energy for s in r.samples])
+        ax.plot(_time(r), energy, ls=styles[k % len(styles)], lw=1.2,
+                label=_model_title(name, r))
+        diff.plot(_time(r), energy - np.interp(_time(r), _time(reference), e_ref),
+                  ls=styles[k % len(styles)], lw=1.0, label=_model_title(name, r))
+    ax.set(ylabel="kinetic + potential energy [J]",
+           title=f"{scenario}: energy (lines on top of each other agree; below, the gaps)")
+    diff.set(xlabel="t [s]", ylabel=f"energy − {reference_name}'s [J]")
     ax.legend(fontsize="small")
 
     residual_fig = Figure(figsize=(11.0, 7.0), layout="constrained")
@@ -168,6 +209,15 @@ def scaling_plot(rows: list[dict[str, Any]], exponents: dict[str, float],
         ax_t.loglog(m, [r["mean_step_us"] for r in mine], "o-", label=f"{model} (∝ m^{k:.2f})")
         ax_n.plot(m, [r["system_size"] or np.nan for r in mine], "o-", label=model)
     ax_t.set(xlabel="contact points m", ylabel="µs per step", title="cost per step")
+    # ticks at the m measured, plain numbers (log axes would crowd 2·10⁰ … 6·10¹ labels)
+    ms = sorted({r["m"] for r in rows})
+    for axis in (ax_t.xaxis, ax_n.xaxis):
+        axis.set_major_locator(NullLocator())
+        axis.set_minor_locator(NullLocator())
+    ax_t.set_xticks(ms, [str(m) for m in ms])
+    ax_n.set_xticks(ms, [str(m) for m in ms])
+    ax_t.yaxis.set_major_formatter(ScalarFormatter())
+    ax_t.yaxis.set_minor_formatter(NullFormatter())
     ax_n.set(xlabel="contact points m", ylabel="unknowns of the contact problem",
              title="system size (3m versus m(2+d))")
     for ax in (ax_t, ax_n):
@@ -222,6 +272,12 @@ def _contact_sets(result: RunResult, **overrides: Any) -> dict[str, Any]:
     """``--set`` pairs that repeat the run's contact settings, with overrides."""
     settings = {**result.contact_settings, **overrides}
     return {f"contact.{k}": v for k, v in settings.items()}
+
+
+def _length_unit(values_m: np.ndarray) -> tuple[float, str]:
+    """(factor, unit) to show lengths given in metres: mm, or µm below a millimetre."""
+    values = np.abs(values_m[np.isfinite(values_m)])
+    return (1e3, "mm") if values.size and values.max() >= 1e-3 else (1e6, "µm")
 
 
 def _first_contact_time(t: np.ndarray, gaps: np.ndarray) -> float | None:
@@ -362,9 +418,12 @@ def _ramp_plots(result: RunResult, plot_dir: Path, extra_runs: bool) -> list[Pat
         ax_v.set(ylabel="velocity along the slope [m/s]")
         fc = np.array([smp.step.f_contact for smp in r.samples])
         friction = np.linalg.norm(fc[:, :, :2].sum(axis=1), axis=1)
+        limit = mu * fc[:, :, 2].sum(axis=1)
         ax_f.plot(t, friction, label="‖Σ f_t‖ (friction)")
-        ax_f.plot(t, mu * fc[:, :, 2].sum(axis=1), "--", label="μ Σ f_n (cone limit)")
-        ax_f.set(xlabel="t [s]", ylabel="force [N]", ylim=(0.0, None))
+        ax_f.plot(t, limit, "--", label="μ Σ f_n (cone limit)")
+        top = np.percentile(np.concatenate([friction, limit]), 99.0)
+        # explicit limits: constant lines must not sit on the axis' edge
+        ax_f.set(xlabel="t [s]", ylabel="force [N]", ylim=(0.0, 1.3 * top if top > 0 else 1.0))
         ax_f.legend(fontsize="small")
     return [_save(fig, plot_dir / "ramp_stick_slip.png")]
 
@@ -432,6 +491,20 @@ def _zmp_figure(result: RunResult) -> Figure:
 
     zmp = track(lambda o: o.zmp)
     zmp_c = track(lambda o: o.zmp_centroidal)
+    if _sagittal(result):  # a planar robot: only x means something
+        fig = Figure(figsize=(10.0, 4.0), layout="constrained")
+        ax = fig.subplots()
+        ax.plot(t, zmp[:, 0], label="ZMP from the contact forces")
+        ax.plot(t, zmp_c[:, 0], "--", lw=0.8, label="ZMP from the centroidal dynamics")
+        limits = _robust_limits(np.concatenate([zmp[:, 0], zmp_c[:, 0]]),
+                                min_span=ZMP_MIN_SPAN)
+        if limits:
+            ax.set_ylim(*limits)
+        ax.set(xlabel="t [s]", ylabel="x_zmp [m]",
+               title=f"{result.scenario.name} / {result.contact_model}: zero-moment point "
+                     "(sagittal robot: x only)")
+        ax.legend(fontsize="small")
+        return fig
     fig = Figure(figsize=(12.0, 6.0), layout="constrained")
     grid = fig.add_gridspec(2, 2)
     for row, axis in enumerate("xy"):
@@ -467,8 +540,9 @@ def _zmp_figure(result: RunResult) -> Figure:
 
 
 def _biped_plots(result: RunResult, plot_dir: Path, extra_runs: bool) -> list[Path]:
+    scale, unit = _length_unit(_gaps(result))
     paths = [
-        _save(_per_vertex_figure(result, 1e3 * _gaps(result), "gap φ [mm]",
+        _save(_per_vertex_figure(result, scale * _gaps(result), f"gap φ [{unit}]",
                                  f"{result.scenario.name} / {result.contact_model}: sole vertex "
                                  "heights (Rengifo et al. Fig. 12)"),
               plot_dir / "vertex_heights.png"),
@@ -505,27 +579,9 @@ def _controller_plots(result: RunResult, plot_dir: Path) -> list[Path]:
     t = _time(result)
     paths = []
 
-    top = Figure(figsize=(11.0, 5.0), layout="constrained")
-    ax = top.subplots()
-    every = max(1, len(result.samples) // 40)
-    for k, smp in enumerate(result.samples[::every]):
-        polygon = smp.obs.support_polygon
-        if len(polygon) >= 3:
-            closed = np.vstack([polygon, polygon[:1]])
-            ax.plot(closed[:, 0], closed[:, 1], color="0.75", lw=0.6,
-                    label="support polygons" if k == 0 else None)
-    com = np.array([smp.obs.com[:2] for smp in result.samples])
-    zmp = np.array([smp.obs.zmp[:2] if smp.obs.zmp is not None else (np.nan, np.nan)
-                    for smp in result.samples])
-    ax.plot(zmp[:, 0], zmp[:, 1], lw=0.8, color="C3", label="force ZMP")
-    ax.plot(com[:, 0], com[:, 1], lw=1.5, color="C0", label="CoM (ground projection)")
     com_ref = _info_series(result, "com_ref")
-    if com_ref is not None and com_ref.ndim == 2:
-        ax.plot(com_ref[:, 0], com_ref[:, 1], "--", lw=1.0, color="C2", label="CoM reference")
-    ax.set(xlabel="x [m]", ylabel="y [m]", aspect="equal",
-           title=f"{title}: CoM and ZMP over the support polygons")
-    ax.legend(fontsize="small")
-    paths.append(_save(top, plot_dir / "com_zmp_footprints.png"))
+    paths.append(_save(_footprints_figure(result, title, com_ref),
+                       plot_dir / "com_zmp_footprints.png"))
 
     limits = result.robot.effort_limit
     tau = np.array([smp.step.tau for smp in result.samples])
@@ -581,31 +637,121 @@ def _controller_plots(result: RunResult, plot_dir: Path) -> list[Path]:
         paths.append(_save(fig, plot_dir / "joint_tracking.png"))
 
     first = result.samples[0]
-    if len(first.info.get("stance", ())) == len(result.robot.contact_bodies) > 1:
+    if (len(first.info.get("stance", ())) == len(result.robot.contact_bodies) > 1
+            and not _sagittal(result)):  # a planar robot has no lateral axis to scan
         # Sentis et al. §IV-B, Fig. 7: CoM positions statically feasible on the initial soles
         cloud = robot_stability_cloud(result.robot, first.step.q, STABILITY_GRID_X,
                                       STABILITY_GRID_Y)
-        path = plot_dir / "stability_cloud.png"
-        plot_stability_cloud(cloud, path, title=f"{title}: CoM static stability cloud "
-                             "(Sentis et al. §IV-B)")
-        paths.append(path)
+        paths.append(_save(_stability_figure(cloud, title),
+                           plot_dir / "stability_cloud.png"))
 
     f_int, f_ref = _info_series(result, "f_int"), _info_series(result, "f_int_ref")
     if f_int is not None and f_ref is not None and f_int.shape == f_ref.shape:
         labels = next((smp.info["f_int_labels"] for smp in result.samples
                        if "f_int_labels" in smp.info), None)
         n = f_int.shape[1]
-        fig = Figure(figsize=(11.0, 2.0 * n), layout="constrained")
-        axes = fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
-        for i, ax in enumerate(axes):
+        cols = 2 if n > 3 else 1
+        fig = Figure(figsize=(6.0 * cols, 2.2 * math.ceil(n / cols) + 0.5),
+                     layout="constrained")
+        axes = fig.subplots(math.ceil(n / cols), cols, sharex=True, squeeze=False).ravel()
+        for ax in axes[n:]:
+            ax.set_visible(False)
+        for i, ax in enumerate(axes[:n]):
+            name = str(labels[i]) if labels is not None else f"F_int[{i}]"
+            label, unit, span = _internal_force_label(name)
             ax.plot(t, f_int[:, i], lw=0.8, label="measured")
             ax.plot(t, f_ref[:, i], "--", lw=0.8, label="reference")
-            ax.set(ylabel=str(labels[i]) if labels is not None else f"F_int[{i}]")
+            limits = _robust_limits(np.concatenate([f_int[:, i], f_ref[:, i]]),
+                                    min_span=span)
+            if limits:
+                ax.set_ylim(*limits)
+            ax.set(ylabel=f"[{unit}]", title=label)
+            ax.title.set_fontsize("small")
         axes[0].legend(fontsize="small")
-        axes[0].set_title(f"{title}: internal forces (Sentis et al. eq. 82) against references")
-        axes[-1].set_xlabel("t [s]")
+        fig.suptitle(f"{title}: internal forces (Sentis et al. eq. 82) against references")
+        for ax in axes[max(0, n - cols):n]:
+            ax.set_xlabel("t [s]")
         paths.append(_save(fig, plot_dir / "internal_forces.png"))
     return paths
+
+
+def _sagittal(result: RunResult) -> bool:
+    """The robot moves in the x–z plane only (planar base): its lateral axis means nothing."""
+    return result.robot.config.base == "planar_xz"
+
+
+def _footprints_figure(result: RunResult, title: str, com_ref: np.ndarray | None) -> Figure:
+    """CoM and ZMP over the support polygons: seen from above for a 3-D robot; for a sagittal
+    robot, x against time with the support interval as a band."""
+    t = _time(result)
+    com = np.array([smp.obs.com[:2] for smp in result.samples])
+    zmp = np.array([smp.obs.zmp[:2] if smp.obs.zmp is not None else (np.nan, np.nan)
+                    for smp in result.samples])
+    if _sagittal(result):
+        fig = Figure(figsize=(10.0, 4.5), layout="constrained")
+        ax = fig.subplots()
+        lo = np.array([s.obs.support_polygon[:, 0].min() if len(s.obs.support_polygon)
+                       else np.nan for s in result.samples])
+        hi = np.array([s.obs.support_polygon[:, 0].max() if len(s.obs.support_polygon)
+                       else np.nan for s in result.samples])
+        ax.fill_between(t, lo, hi, color="0.85", label="support (x extent of the soles)")
+        ax.plot(t, zmp[:, 0], lw=0.8, color="C3", label="force ZMP")
+        ax.plot(t, com[:, 0], lw=1.5, color="C0", label="CoM")
+        if com_ref is not None and com_ref.ndim == 2:
+            ax.plot(t, com_ref[:, 0], "--", lw=1.0, color="C2", label="CoM reference")
+        ax.set(xlabel="t [s]", ylabel="x [m]", title=f"{title}: CoM and ZMP within the support "
+               "(sagittal robot: x only)")
+        ax.legend(fontsize="small", loc="upper left")
+        return fig
+    fig = Figure(figsize=(10.0, 5.5), layout="constrained")
+    ax = fig.subplots()
+    every = max(1, len(result.samples) // 40)
+    for k, smp in enumerate(result.samples[::every]):
+        polygon = smp.obs.support_polygon
+        if len(polygon) >= 3:
+            closed = np.vstack([polygon, polygon[:1]])
+            ax.plot(closed[:, 0], closed[:, 1], color="0.75", lw=0.6,
+                    label="support polygons" if k == 0 else None)
+    ax.plot(zmp[:, 0], zmp[:, 1], lw=0.8, color="C3", label="force ZMP")
+    ax.plot(com[:, 0], com[:, 1], lw=1.5, color="C0", label="CoM (ground projection)")
+    if com_ref is not None and com_ref.ndim == 2:
+        ax.plot(com_ref[:, 0], com_ref[:, 1], "--", lw=1.0, color="C2", label="CoM reference")
+    ax.set(xlabel="x [m]", ylabel="y [m]", aspect="equal")
+    ax.set_title(f"{title}\nCoM and ZMP over the support polygons (seen from above)")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def _stability_figure(cloud, title: str) -> Figure:
+    """Sentis et al. Fig. 7 style: the CoM grid points statically feasible on the soles."""
+    fig = Figure(figsize=(6.0, 6.0), layout="constrained")
+    ax = fig.subplots()
+    X, Y = np.meshgrid(cloud.x, cloud.y)
+    ax.scatter(X[~cloud.feasible], Y[~cloud.feasible], s=4, c="0.85", label="infeasible")
+    ax.scatter(X[cloud.feasible], Y[cloud.feasible], s=6, c="C0", label="feasible CoM")
+    for k, sole in enumerate(cloud.soles):
+        closed = np.vstack([sole, sole[:1]])
+        ax.plot(closed[:, 0], closed[:, 1], "k-", lw=1.5, label="soles" if k == 0 else None)
+    ax.set(xlabel="x [m]", ylabel="y [m]", aspect="equal")
+    ax.xaxis.set_major_locator(MultipleLocator(0.1))  # 0.05 steps crowd the labels
+    ax.set_title(f"{title}\nCoM static stability cloud (Sentis et al. §IV-B), "
+                 f"CoM height {cloud.z:.3f} m", fontsize="medium")
+    ax.legend(loc="upper right", fontsize="small")
+    return fig
+
+
+def _internal_force_label(name: str) -> tuple[str, str, float]:
+    """(title, unit, minimum span) of an internal-force component named by the controller
+    (``tension_left_foot_right_foot``, ``m_cop_left_foot_x``, ``m_n_left_foot``)."""
+    words = name.replace("_foot", "").split("_")
+    if words[0] == "tension":
+        return f"tension between the feet ({' – '.join(words[1:])})", "N", FORCE_MIN_SPAN
+    if words[:2] == ["m", "cop"]:
+        return (f"tangential moment at the {words[2]} CoP, about {words[3]}", "N·m",
+                MOMENT_MIN_SPAN)
+    if words[:2] == ["m", "n"]:
+        return f"normal moment of the {words[2]} foot", "N·m", MOMENT_MIN_SPAN
+    return name.replace("_", " "), "N or N·m", MOMENT_MIN_SPAN
 
 
 # ------------------------------------------------------------------------------- energy

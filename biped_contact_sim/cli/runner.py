@@ -181,7 +181,8 @@ class RunResult:
             "max_cone_violation_N": self.max_cone_violation,
             "min_normal_force_N": self.min_normal_force,
             "fell": self.fell if self.scenario.biped else None,
-            "zmp_in_support_fraction": float(np.mean(in_support)) if in_support else None,
+            "zmp_in_support_fraction": float(np.mean(in_support))
+            if in_support and self.scenario.biped else None,  # a ball has no support polygon
             "fidelity": {
                 **{f"max_{k}": v for k, v in self.residuals.items()},
                 **{f"mean_{k}": v / self.steps for k, v in self.residual_sums.items()

@@ -310,6 +310,31 @@ def string(data: str) -> dict[str, str]:
     return {"data": str(data)}
 
 
+def diagnostic_array(t: float, statuses: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Return a ``diagnostic_msgs/DiagnosticArray``.
+
+    Args:
+        t: Time in seconds.
+        statuses: Results of :func:`diagnostic_status`.
+
+    Returns:
+        The DiagnosticArray fields.
+    """
+    return {"header": header(t, ""), "status": list(statuses)}
+
+
+def diagnostic_status(level: int, name: str, message: str, hardware_id: str,
+                      values: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a ``diagnostic_msgs/DiagnosticStatus`` (level 0 OK, 1 WARN, 2 ERROR, 3 STALE);
+    ``values`` become its key–value pairs, as strings (floats with 6 significant digits)."""
+    def text(value: Any) -> str:
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+    return {"level": int(level), "name": str(name), "message": str(message),
+            "hardware_id": str(hardware_id),
+            "values": [{"key": str(k), "value": text(v)} for k, v in values.items()]}
+
+
 def _color(rgba: Sequence[float], alpha: float | None = None) -> dict[str, float]:
     r, g, b, a = rgba
     return {"r": float(r), "g": float(g), "b": float(b), "a": float(a if alpha is None else alpha)}

@@ -8,7 +8,8 @@ names, default values, constants and array bounds are unchanged. Sources:
   ColorRGBA}``, ``geometry_msgs/{Point,Quaternion,Pose,Vector3,Twist,Transform,
   TransformStamped}`` and ``sensor_msgs/CompressedImage``: the Jazzy snapshot in
   foxglove/rosmsg-msgs-common (``msgdefs/ros2jazzy``), checked against ros2/common_interfaces.
-* ``std_msgs/String``, ``nav_msgs/Odometry``: ros2/common_interfaces.
+* ``std_msgs/String``, ``nav_msgs/Odometry``, ``diagnostic_msgs/{DiagnosticArray,
+  DiagnosticStatus,KeyValue}``: ros2/common_interfaces.
 * ``geometry_msgs/{Wrench,WrenchStamped,PointStamped,PoseWithCovariance,TwistWithCovariance}``,
   ``sensor_msgs/JointState`` and ``tf2_msgs/TFMessage`` (ros2/geometry2): the ROS 2 API
   documentation pages of these files (unchanged since Foxy).
@@ -36,6 +37,19 @@ SEPARATOR = "=" * 80
 _DEFINITIONS: dict[str, str] = {
     "builtin_interfaces/Duration": "int32 sec\nuint32 nanosec\n",
     "builtin_interfaces/Time": "int32 sec\nuint32 nanosec\n",
+    "diagnostic_msgs/DiagnosticArray": "std_msgs/Header header\nDiagnosticStatus[] status\n",
+    "diagnostic_msgs/DiagnosticStatus": (
+        "byte OK=0\n"
+        "byte WARN=1\n"
+        "byte ERROR=2\n"
+        "byte STALE=3\n"
+        "byte level\n"
+        "string name\n"
+        "string message\n"
+        "string hardware_id\n"
+        "KeyValue[] values\n"
+    ),
+    "diagnostic_msgs/KeyValue": "string key\nstring value\n",
     "geometry_msgs/Point": "float64 x\nfloat64 y\nfloat64 z\n",
     "geometry_msgs/PointStamped": "std_msgs/Header header\nPoint point\n",
     "geometry_msgs/Pose": "Point position\nQuaternion orientation\n",

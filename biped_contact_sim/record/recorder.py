@@ -67,6 +67,9 @@ ZMP = ("zmp", "geometry_msgs/PointStamped")
 CONTACT_MARKERS = ("contact_markers", "visualization_msgs/MarkerArray")
 CLOCK = ("/clock", "rosgraph_msgs/Clock")
 TF_STATIC = ("/tf_static", "tf2_msgs/TFMessage")
+DIAGNOSTICS = ("/diagnostics", "diagnostic_msgs/DiagnosticArray")
+DIAGNOSTICS_RATE = 1.0  # [Hz] of simulated time, as the nodes' default diagnostics_rate
+DIAGNOSTICS_NAME = "biped_contact_sim: simulator"  # the simulator node's status name
 
 
 class OutputError(Exception):
@@ -165,7 +168,7 @@ class StreamingRecorder:
         if self.robot is None:
             self._open(result, sample.step.q)
         self._csv.writerow(timeseries_row(self.robot, sample))
-        self._trace.write(sample)
+        self._trace.write(sample, result)
         if self._replay is not None:
             self._replay.add(sample)
         if self._live is not None:
@@ -197,6 +200,21 @@ class StreamingRecorder:
         if self._live is not None:
             self._live.close()
             self._live = None
+
+
+def run_status(result: RunResult, t: float) -> dict[str, Any]:
+    """The run so far as a DiagnosticStatus (the keys of the simulator node's status that a
+    recorded run has)."""
+    steps = max(result.steps, 1)
+    level = 2 if result.error else 0
+    return messages.diagnostic_status(
+        level, DIAGNOSTICS_NAME, result.error or "running", result.robot.name,
+        {"sim_time_s": float(t), "steps": result.steps, "contact_model": result.contact_model,
+         "controller": result.controller, "mean_step_us": 1e6 * result.step_time_s / steps,
+         "mean_control_us": 1e6 * result.control_time_s / steps,
+         "max_penetration_m": float(result.max_penetration),
+         "max_cone_violation_N": float(result.max_cone_violation),
+         "fell": bool(result.fell)})
 
 
 def _replay_title(result: RunResult) -> str:
@@ -422,7 +440,8 @@ class TraceRecorder:
     Per recorded sample: ``/clock``, ``/joint_states``, ``/odom``, ``/tf`` (world → root link
     and every link moved by a joint, from pinocchio's forward kinematics of the sample),
     ``/contact_wrench/<foot>`` (sole frame), ``/cop/<foot>`` and ``/zmp`` (world; skipped while
-    undefined); ``/contact_markers`` at most at ``MARKER_RATE``. Once, at t = 0:
+    undefined); ``/contact_markers`` at most at ``MARKER_RATE``; ``/diagnostics`` (the run's
+    counters, as the simulator node's status) at ``DIAGNOSTICS_RATE``. Once, at t = 0:
     ``/robot_description`` and ``/tf_static`` (links behind fixed joints: soles, contact
     points), both with transient-local QoS so that a late subscriber (RViz) still gets them.
     """
@@ -436,6 +455,7 @@ class TraceRecorder:
         self.force_scale = WEIGHT_ARROW_LENGTH / (robot.mass * gravity)
         self.plane_origin = np.array([0.0, 0.0, terrain.height])
         self.next_marker_t = -math.inf
+        self.next_diagnostics_t = 0.0
         urdf = Path(robot.config.urdf_path).read_text()
         self.writer = McapTraceWriter(path, robot_description=urdf)
         static = [e for e in self.edges if not e[2]]
@@ -444,8 +464,9 @@ class TraceRecorder:
             self.writer.write(*TF_STATIC, messages.tf_message(
                 frame_transforms(self.model, self.data, static, 0.0)), 0.0, latched=True)
 
-    def write(self, sample: Sample) -> None:
-        """Write the messages of one sample."""
+    def write(self, sample: Sample, result: RunResult | None = None) -> None:
+        """Write the messages of one sample (and, given the run so far, ``/diagnostics`` at
+        ``DIAGNOSTICS_RATE``)."""
         robot, writer = self.robot, self.writer
         step, obs, t = sample.step, sample.obs, sample.step.t
         writer.write(*CLOCK, messages.clock(t), t)
@@ -479,6 +500,9 @@ class TraceRecorder:
                              [foot.cop for foot in obs.feet], obs.zmp, polygon,
                              mu=self.terrain.mu, force_scale=self.force_scale,
                              normals=self.terrain.normal), t)
+        if result is not None and t >= self.next_diagnostics_t:
+            self.next_diagnostics_t = t + 1.0 / DIAGNOSTICS_RATE - 1e-9
+            writer.write(*DIAGNOSTICS, messages.diagnostic_array(t, [run_status(result, t)]), t)
 
     def close(self) -> None:
         """Finish the MCAP file (idempotent)."""

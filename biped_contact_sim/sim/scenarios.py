@@ -37,7 +37,7 @@ class Param:
         refused)."""
         kind = type(self.default)
         allowed = self.allowed()
-        number = "an integer" if kind is int else "a number"
+        number = f"an {kind.__name__}" if kind is int else f"a {kind.__name__}"
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (
                 kind is int and np.isfinite(value) and float(value) != int(value)):
             raise ConfigError(f"--set {key}={value!r}: expected {number} {allowed} "
