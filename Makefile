@@ -21,7 +21,7 @@ venv: $(STAMP)
 
 demo: venv
 	$(VENV)/bin/biped-sim run walk --out runs/demo
-	@echo "Results in runs/demo (summary.json, timeseries.csv, trace.mcap, plots/)"
+	@echo "Results in runs/demo (summary.json, timeseries.csv, trace.mcap, replay.html: open it in a browser, plots/)"
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -164,7 +164,7 @@ def test_stand_friction_cone(standing):
 def test_stand_system_size_statistic(standing):
     """8 sole points: 3m = 24 for Gauss–Seidel (Chardonnet §IV), m(2 + d) = 48 for d = 4."""
     expected = {"gauss_seidel": 24, "time_stepping": 48, "acceleration_lcp": 8 + 5 * 8}
-    assert max(standing.stats["system_size"]) == expected[standing.contact_model]
+    assert standing.stats["system_size"].max == expected[standing.contact_model]
 
 
 # --- System sizes -----------------------------------------------------------------------------

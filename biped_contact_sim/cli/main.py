@@ -424,7 +424,7 @@ def comparison_row(result: RunResult) -> dict[str, Any]:
     summary = result.summary()
     fid = summary["fidelity"]
     energies = [s.obs.energy for s in result.samples]
-    failures = sum(sum(result.stats.get(k, [])) for k in FAILURE_STATS)
+    failures = sum(result.stats[k].sum for k in FAILURE_STATS if k in result.stats)
     return {
         **{key: summary[key] for key in COMPARISON_COLUMNS if key in summary},
         "max_signorini_W": fid.get("max_signorini_W"),

@@ -30,6 +30,7 @@ from biped_contact_sim.contact import make_contact_model
 from biped_contact_sim.contact.base import positive
 from biped_contact_sim.control import Controller, Measurement
 from biped_contact_sim.errors import BipedSimError, ConfigError, unknown_name
+from biped_contact_sim.record.buffer import RunningStat
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.observables import Observation, Observer, foot_wrenches
 from biped_contact_sim.sim.scenarios import SCENARIOS, Scenario, get_scenario
@@ -148,7 +149,7 @@ class RunResult:
     error: str | None = None
     interrupted: bool = False  # stopped by the user (Ctrl-C) before the end
     warnings: list[str] = field(default_factory=list)
-    stats: dict[str, list[float]] = field(default_factory=dict)
+    stats: dict[str, RunningStat] = field(default_factory=dict)  # per-step, constant memory
     residuals: dict[str, float] = field(default_factory=dict)  # per-step maxima (fidelity)
     residual_sums: dict[str, float] = field(default_factory=dict)
     behavior: Any = None
@@ -158,8 +159,8 @@ class RunResult:
         """The ``summary.json`` content (docs/architecture.md "Command line")."""
         in_support = [s.obs.zmp_in_support for s in self.samples
                       if s.obs.zmp_in_support is not None]
-        solver = {k: {"min": float(np.min(v)), "max": float(np.max(v)),
-                      "mean": float(np.mean(v))} for k, v in self.stats.items() if v}
+        solver = {k: {"min": v.min, "max": v.max, "mean": v.mean}
+                  for k, v in self.stats.items() if v}
         sim_time = self.steps * self.sim.dt
         return {
             "scenario": self.scenario.name,
@@ -441,7 +442,7 @@ def _accumulate(result: RunResult, step: StepResult, mu: float) -> None:
         result.residuals[key] = max(result.residuals.get(key, 0.0), value)
         result.residual_sums[key] = result.residual_sums.get(key, 0.0) + value
     for key, value in step.stats.items():
-        result.stats.setdefault(key, []).append(float(value))
+        result.stats.setdefault(key, RunningStat()).append(float(value))
 
 
 def biped_metrics(result: RunResult) -> dict[str, Any]:

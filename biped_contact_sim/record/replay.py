@@ -381,15 +381,16 @@ function run(b64) {{
 class LiveView:
     """``--view``: a meshcat server on localhost showing the run as it goes.
 
-    Starts the server (a subprocess of meshcat, ended with this process), prints its address and
+    Starts the server (a subprocess of meshcat, ended with this process), prints its address
+    (opened in a browser only with ``open_browser``: a headless machine has none to open) and
     updates the scene with every recorded sample, at most ``LIVE_FPS`` times per wall second.
     """
 
     def __init__(self, robot: RobotModel, terrain: PlaneTerrain, q0: np.ndarray,
-                 open_browser: bool = True):
+                 open_browser: bool = False):
         from meshcat import Visualizer
 
-        self.vis = Visualizer()  # prints the URL
+        self.vis = Visualizer()  # starts the server and prints its address
         self.poses = RobotPoses(robot)
         self.overlays = Overlays(robot, terrain)
         build_scene(self.vis, robot, terrain, self.poses, self.overlays,
@@ -414,4 +415,8 @@ class LiveView:
             self.vis[p].set_transform(_pose_matrix(pose))
 
     def close(self) -> None:
-        """Nothing to release: the server ends with this process (meshcat's atexit hook)."""
+        """Stop the server (meshcat would also stop it when this process exits)."""
+        proc = getattr(self.vis.window, "server_proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
