@@ -53,7 +53,7 @@ WEIGHT_ARROW_LENGTH = 0.5
 # contact_markers are written at most at this rate [Hz] of simulated time: RViz and Foxglove draw
 # at display rate, and the cones make a MarkerArray ~100 times larger than the other messages
 # (at 1 kHz they would dominate the file size and the recording time).
-MARKER_RATE = 50.0
+MARKER_RATE = 20.0
 
 # Topics (docs/architecture.md "Topics") and their message types, as the nodes name them
 # (relative); the trace writes them absolute (:func:`absolute`), as ``ros2 bag record`` does for
@@ -423,14 +423,24 @@ def frame_transforms(model: pin.Model, data: pin.Data, edges: list[tuple[int, in
                      t: float) -> list[dict[str, Any]]:
     """TransformStamped fields of ``edges`` from the frame placements in ``data.oMf`` (run
     ``pin.framesForwardKinematics`` first): ``parentMchild = oMparent⁻¹ · oMchild``."""
+    # Built here rather than by messages.transform_stamped: the same fields without its
+    # per-vector checks, which cost more than the kinematics for 15 links at 1 kHz.
+    stamp = messages.stamp(t)
+    frames = model.frames
     out = []
     for parent, child, _ in edges:
         oMc = data.oMf[child]
         pMc = oMc if parent == 0 else data.oMf[parent].actInv(oMc)
-        name = WORLD_FRAME if parent == 0 else model.frames[parent].name
-        out.append(messages.transform_stamped(t, name, model.frames[child].name,
-                                              pMc.translation,
-                                              pin.Quaternion(pMc.rotation).coeffs()))
+        p = pMc.translation
+        x, y, z, w = pin.Quaternion(pMc.rotation).coeffs()
+        out.append({
+            "header": {"stamp": stamp,
+                       "frame_id": WORLD_FRAME if parent == 0 else frames[parent].name},
+            "child_frame_id": frames[child].name,
+            "transform": {"translation": {"x": float(p[0]), "y": float(p[1]), "z": float(p[2])},
+                          "rotation": {"x": float(x), "y": float(y), "z": float(z),
+                                       "w": float(w)}},
+        })
     return out
 
 

@@ -262,14 +262,16 @@ class ReplayRecorder:
     def add(self, sample: Sample) -> None:
         """Offer a recorded sample (kept at the replay rate)."""
         t = sample.step.t
-        frame = (t, sample.step.q.astype(np.float32),
-                 self.overlays.poses(sample).astype(np.float32))
         if t >= self._next_t:
             self._next_t = t + 1.0 / REPLAY_FPS - 1e-9
-            self.frames.append(frame)
+            self.frames.append(self._frame(sample))
             self._last = None
         else:
-            self._last = frame  # kept so that the replay ends where the run ended
+            self._last = sample  # so that the replay ends where the run ended (one sample)
+
+    def _frame(self, sample: Sample) -> tuple:
+        return (sample.step.t, sample.step.q.astype(np.float32),
+                self.overlays.poses(sample).astype(np.float32))
 
     def write(self, path: Path, title: str = "") -> Path:
         """Write the self-contained ``replay.html``.
@@ -277,7 +279,8 @@ class ReplayRecorder:
         Returns:
             ``path``.
         """
-        frames = list(self.frames) + ([self._last] if self._last is not None else [])
+        frames = list(self.frames) + ([self._frame(self._last)] if self._last is not None
+                                      else [])
         poses = RobotPoses(self.robot)
         centre = None
         if frames:
