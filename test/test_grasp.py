@@ -12,6 +12,7 @@ from biped_contact_sim.control.feasibility import (
     feasibility_indices,
     plot_stability_cloud,
     robot_stability_cloud,
+    stability_cloud,
     torsional_limit,
 )
 from biped_contact_sim.control.grasp import ContactAnchor, grasp_model, tension
@@ -54,6 +55,68 @@ def test_grasp_matrix_properties(name):
         F_r = g.compose(np.zeros(6), F_int)
         np.testing.assert_allclose(g.W_com @ F_r, 0, atol=1e-9)  # no resultant on the CoM
         np.testing.assert_allclose(g.W_int @ F_r, F_int, atol=1e-9)
+
+
+def _null_space(A, tol=1e-10):
+    """Orthonormal basis of the null space of A by SVD (the brute-force reference)."""
+    _, sv, Vt = np.linalg.svd(A)
+    rank = int(np.sum(sv > tol * sv[0]))
+    return Vt[rank:].T
+
+
+@pytest.mark.parametrize("name", ["three", "four"])
+def test_virtual_linkage_against_brute_force_null_space(name):
+    """n_s surface contacts in general position (eqs. 10–17, App. D): 6(n_s − 1) internal
+    forces — 3(n_s − 2) edge tensions, 2 n_s tangential CoP moments, n_s normal moments — whose
+    rows are independent, G of rank 6 n_s, and W_int restricted to the wrenches with no
+    resultant (null space of W_com, by SVD) invertible: internal forces are coordinates of
+    exactly the zero-resultant wrenches."""
+    g = _models()[name]
+    N = g.G.shape[1]
+    n_s = N // 6
+    assert g.model == "general" and g.W_int.shape == (6 * (n_s - 1), N)
+    kinds = [lab.split("_")[0] + ("_n" if lab.startswith("m_n") else "") for lab in g.labels]
+    assert kinds.count("tension") == 3 * (n_s - 2)
+    assert kinds.count("m") == 2 * n_s and kinds.count("m_n") == n_s
+    assert np.linalg.matrix_rank(g.W_int) == 6 * (n_s - 1)
+    assert np.linalg.matrix_rank(g.G) == 6 * n_s
+    Z = _null_space(g.W_com)
+    assert Z.shape == (N, N - 6)
+    assert np.linalg.matrix_rank(g.W_int @ Z) == N - 6
+    rng = np.random.default_rng(4)
+    F_r = Z @ rng.normal(size=N - 6) * 30.0  # an internal wrench found without the model
+    np.testing.assert_allclose(g.W_com @ F_r, 0.0, atol=1e-9)
+    np.testing.assert_allclose(g.compose(np.zeros(6), g.internal(F_r)), F_r, atol=1e-9)
+
+
+@pytest.mark.parametrize("feet", [FEET, [ContactAnchor([0.0, 0.0, 0.0], name="L"),
+                                         ContactAnchor([0.3, 0.05, 0.0], name="R")]])
+def test_general_model_of_two_feet_is_eq82(feet):
+    """The general construction on two coplanar feet picks App. C eq. 82's rows: the tension,
+    both tangential moments of contact 1, the moment of contact 2 about its sole axis most
+    perpendicular to P_1P_2 (the other depends on F_com), both normal moments."""
+    g82 = grasp_model(feet, COM)
+    gen = grasp_model(feet, COM, biped="general")
+    assert g82.model == "eq82" and gen.model == "general"
+    np.testing.assert_allclose(gen.W_int, g82.W_int, atol=1e-12)
+    assert gen.labels == g82.labels
+
+
+def test_four_coplanar_contacts_add_a_normal_force():
+    """Feet on the ground and both hands on a table, symmetric: the four anchors lie in one
+    plane, whose normal forces form an internal mode no tension measures. The model keeps 5 of
+    the 6 tensions and one normal force instead; G stays invertible (rank 24)."""
+    hands = [ContactAnchor([0.45, 0.25, 0.8], name="lh"), ContactAnchor([0.45, -0.25, 0.8],
+                                                                         name="rh")]
+    anchors = [*FEET, *hands]
+    P = np.array([a.position for a in anchors])
+    assert np.linalg.matrix_rank(P[1:] - P[0]) == 2  # coplanar
+    g = grasp_model(anchors, COM)
+    assert g.W_int.shape == (18, 24) and np.linalg.matrix_rank(g.G) == 24
+    assert sum(lab.startswith("tension") for lab in g.labels) == 5
+    assert sum(lab.startswith("f_n") for lab in g.labels) == 1
+    Z = _null_space(g.W_com)
+    assert np.linalg.matrix_rank(g.W_int @ Z) == 18
 
 
 def test_tension_count_general_model():
@@ -213,3 +276,108 @@ def test_stability_cloud_internal_tension_needs_friction(robot):
     cloud = robot_stability_cloud(robot, q, np.array([0.02]), np.array([0.0]),
                                   anchors=np.array([[0.02, 0.0], [0.02, 0.0]]), internal=big)
     assert not cloud.feasible.any()
+
+
+# ---------------------------------------------------------------- multi-contact support
+SOLE_LO, SOLE_HI = np.array([-0.09, -0.06]), np.array([0.13, 0.06])
+PALM_LO, PALM_HI = np.array([-0.05, -0.04]), np.array([0.05, 0.04])
+FOOT_POSES = [(np.eye(3), np.array([0.0, 0.1, 0.0])), (np.eye(3), np.array([0.0, -0.1, 0.0]))]
+TABLE_HAND = (np.eye(3), np.array([0.45, 0.25, 0.8]))  # palm on a table: normal up
+WALL_HAND = (_rot(0.0, -np.pi / 2, 0.0), np.array([0.6, -0.3, 1.0]))  # wall facing −x
+
+
+def _centre_anchors(poses, lo, hi):
+    return [ContactAnchor(o + R @ np.array([*(0.5 * (lo[k] + hi[k])), 0.0]), R)
+            for k, (R, o) in enumerate(poses)]
+
+
+def _squeeze(poses, lo, hi, mass=45.0):
+    """F_int of a statically feasible wrench set: the last hand pushed 60 N into its surface
+    (reaction 60 n), a table hand (third contact, if four) pressed with 80 N, the feet carrying
+    the rest of the weight and the reaction of the push, no moments at the anchors."""
+    g = grasp_model(_centre_anchors(poses, lo, hi), np.zeros(3))
+    F = np.zeros(6 * len(poses))
+    n = poses[-1][0][:, 2]
+    F[-6:-3] = 60.0 * n
+    rest = np.array([0.0, 0.0, mass * 9.81]) - F[-6:-3]
+    if len(poses) == 4:
+        F[12:15] = [0.0, 0.0, 80.0]
+        rest -= F[12:15]
+    F[0:3] = F[6:9] = rest / 2
+    return g.W_int @ F
+
+
+def _brute_force_feasible(poses, lo, hi, mass, com, mu, beta, F_int):
+    """Static feasibility of one CoM with internal forces F_int, written out: any wrench set
+    with the right resultant (least squares), corrected along the null space of W_com (SVD) to
+    the internal forces, then eqs. 48–52 checked contact by contact in its surface frame."""
+    g = grasp_model(_centre_anchors(poses, lo, hi), com)
+    F_com = np.array([0.0, 0.0, mass * 9.81, 0.0, 0.0, 0.0])
+    F_p = np.linalg.lstsq(g.W_com, F_com, rcond=None)[0]
+    Z = _null_space(g.W_com)
+    F = F_p - Z @ np.linalg.solve(g.W_int @ Z, g.W_int @ F_p - F_int)
+    margin = np.inf
+    for k, (R, _) in enumerate(poses):
+        f, m = R.T @ F[6 * k:6 * k + 3], R.T @ F[6 * k + 3:6 * k + 6]
+        if f[2] <= 0:
+            return False, abs(f[2])
+        cop = 0.5 * (lo[k] + hi[k]) + np.array([-m[1], m[0]]) / f[2]
+        slack = [mu * f[2] - abs(f[0]), mu * f[2] - abs(f[1]), beta * f[2] - abs(m[2]),
+                 *(cop - lo[k]), *(hi[k] - cop)]
+        if min(slack) < 0:
+            return False, abs(min(slack))
+        margin = min(margin, min(slack))
+    return True, margin
+
+
+@pytest.mark.parametrize("hands", [[TABLE_HAND], [TABLE_HAND, WALL_HAND]])
+def test_multicontact_cloud_against_brute_force(hands):
+    """Three (feet, a hand on a table) and four (plus a hand on a wall: non-coplanar support)
+    contacts, anchors at the surface centres, internal forces of a feasible stance with the
+    last hand pushed 60 N into its surface: the 3-D cloud of eqs. 44–52 equals a
+    point-by-point brute-force evaluation (away from its boundary)."""
+    poses = FOOT_POSES + hands
+    lo = np.array([SOLE_LO, SOLE_LO] + [PALM_LO] * len(hands))
+    hi = np.array([SOLE_HI, SOLE_HI] + [PALM_HI] * len(hands))
+    F_int = _squeeze(poses, lo, hi)
+    x, y, z = np.linspace(-0.1, 0.5, 13), np.linspace(-0.3, 0.3, 9), np.array([0.6, 0.8])
+    cloud = stability_cloud(poses, lo, hi, 45.0, x, y, z, mu=0.6, beta_max=0.02,
+                            anchors="centres", internal=F_int)
+    assert cloud.feasible.shape == (2, 9, 13)
+    checked = 0
+    for iz, zz in enumerate(z):
+        for iy, yy in enumerate(y):
+            for ix, xx in enumerate(x):
+                ok, margin = _brute_force_feasible(poses, lo, hi, 45.0, np.array([xx, yy, zz]),
+                                                   0.6, 0.02, F_int)
+                if margin > 1e-4:
+                    assert cloud.feasible[iz, iy, ix] == ok, (xx, yy, zz)
+                    checked += 1
+    assert checked > 0.9 * cloud.feasible.size
+    assert 0 < cloud.feasible.sum() < cloud.feasible.size  # the bounds bite somewhere
+    assert cloud.points().shape == (cloud.feasible.sum(), 3)
+
+
+def test_table_extends_the_static_balance_region(tmp_path):
+    """A hand on a table in front carries part of the weight: CoM positions ahead of the toes
+    (x > 0.13 m), statically impossible on the feet alone (the support polygon, App. B), become
+    feasible; the feet-only cloud has none of them."""
+    x, y = np.linspace(-0.1, 0.4, 26), np.linspace(-0.2, 0.3, 26)
+    feet = stability_cloud(FOOT_POSES, [SOLE_LO] * 2, [SOLE_HI] * 2, 45.0, x, y, 0.75,
+                           anchor_grid=5)
+    lean = stability_cloud(FOOT_POSES + [TABLE_HAND], [SOLE_LO, SOLE_LO, PALM_LO],
+                           [SOLE_HI, SOLE_HI, PALM_HI], 45.0, x, y, 0.75, anchors="centres")
+    X, _ = np.meshgrid(x, y)
+    ahead = X > 0.13 + 1e-9
+    assert not feet.feasible[ahead].any()
+    assert lean.feasible[ahead].sum() >= 10
+    out = tmp_path / "lean.png"
+    plot_stability_cloud(lean, out)
+    assert out.stat().st_size > 1000
+    poses = FOOT_POSES + [TABLE_HAND, WALL_HAND]
+    lo, hi = [SOLE_LO, SOLE_LO] + [PALM_LO] * 2, [SOLE_HI, SOLE_HI] + [PALM_HI] * 2
+    cloud3 = stability_cloud(poses, lo, hi, 45.0, x[::5], y[::5], np.array([0.7, 0.8]),
+                             anchors="centres", internal=_squeeze(poses, np.array(lo),
+                                                                  np.array(hi)))
+    plot_stability_cloud(cloud3, tmp_path / "cloud3d.png")
+    assert (tmp_path / "cloud3d.png").stat().st_size > 1000

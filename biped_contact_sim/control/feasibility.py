@@ -132,42 +132,50 @@ class StabilityCloud:
     """Feasible static CoM positions on a grid (§IV-B, Fig. 7).
 
     Attributes:
-        x, y: grid axes (world) [m]; z: CoM height used [m].
-        feasible: (len(y), len(x)) bool.
+        x, y: grid axes (world) [m]; z: CoM height used [m], or the heights of a 3-D cloud.
+        feasible: (len(y), len(x)) bool; (len(z), len(y), len(x)) for a 3-D cloud.
         soles: per contact, its 4 sole corners (world, (4, 3)) for plotting.
         anchors: (n_anchor_sets, n_s, 3) anchors scanned (world).
     """
 
     x: np.ndarray
     y: np.ndarray
-    z: float
+    z: float | np.ndarray
     feasible: np.ndarray
     soles: list[np.ndarray]
     anchors: np.ndarray
 
     def points(self) -> np.ndarray:
-        """(k, 2) feasible CoM positions."""
+        """(k, 2) feasible CoM positions, (k, 3) for a 3-D cloud."""
+        if self.feasible.ndim == 3:
+            Z, Y, X = np.meshgrid(self.z, self.y, self.x, indexing="ij")
+            return np.column_stack([X[self.feasible], Y[self.feasible], Z[self.feasible]])
         X, Y = np.meshgrid(self.x, self.y)
         return np.column_stack([X[self.feasible], Y[self.feasible]])
 
 
 def stability_cloud(sole_poses, sole_lo, sole_hi, mass: float, x: np.ndarray, y: np.ndarray,
-                    z: float, mu: float = 0.8, beta_max: float | None = None,
+                    z: float | np.ndarray, mu: float = 0.8, beta_max: float | None = None,
                     internal: np.ndarray | None = None, anchors="scan", anchor_grid: int = 5,
                     f_ext: np.ndarray | None = None, p_ext: np.ndarray | None = None,
                     cone: str = "pyramid") -> StabilityCloud:
     """CoM static stability cloud (§IV-B): feasible CoM (x, y) at height z.
 
+    Any number of surface contacts in any placement (feet, hands on a table or a wall: the
+    grasp model of ``control.grasp`` for n_s contacts); with an array of heights z the cloud is
+    3-D, as the paper's for non-coplanar support.
+
     Args:
         sole_poses: per contact, (R, o): sole rotation (columns t1, t2, n) and origin (world).
         sole_lo, sole_hi: (n_s, 2) rectangle corners of each sole in its frame [m].
         mass: robot mass [kg].
-        x, y: grid axes [m]; z: CoM height [m].
+        x, y: grid axes [m]; z: CoM height [m], or an array of heights (3-D cloud).
         mu: friction coefficient.
         beta_max: rotational-index bound [m]; default ``torsional_limit`` of each sole.
         internal: F_int in the layout of the grasp model (zero if None).
         anchors: ``"scan"`` (union over an ``anchor_grid`` × ``anchor_grid`` grid of anchors
-            per sole, corners included) or (n_s, 2) fixed anchors in the sole frames.
+            per sole, corners included: anchor_grid^(2 n_s) anchor sets), ``"centres"`` (each
+            sole's centre) or (n_s, 2) fixed anchors in the sole frames.
         f_ext, p_ext: external force on the robot and its application point (world).
         cone: friction cone, as in ``feasibility_indices``.
 
@@ -179,9 +187,12 @@ def stability_cloud(sole_poses, sole_lo, sole_hi, mass: float, x: np.ndarray, y:
     if beta_max is None:
         beta_max = np.array([torsional_limit(mu, *(sole_hi[k] - sole_lo[k]))
                              for k in range(n_s)])
+    if isinstance(anchors, str) and anchors == "centres":
+        anchors = 0.5 * (sole_lo + sole_hi)
     if isinstance(anchors, str):
         if anchors != "scan":
-            raise ValueError(f"anchors = {anchors!r}; use 'scan' or an (n_s, 2) array")
+            raise ValueError(f"anchors = {anchors!r}; use 'scan', 'centres' or an (n_s, 2) "
+                             "array")
         per_sole = []
         for k in range(n_s):
             ax = np.linspace(sole_lo[k, 0], sole_hi[k, 0], anchor_grid)
@@ -193,8 +204,9 @@ def stability_cloud(sole_poses, sole_lo, sole_hi, mass: float, x: np.ndarray, y:
     else:
         anchor_sets = np.asarray(anchors, float).reshape(1, n_s, 2)
 
-    X, Y = np.meshgrid(np.asarray(x, float), np.asarray(y, float))
-    coms = np.column_stack([X.ravel(), Y.ravel(), np.full(X.size, float(z))])
+    heights = np.atleast_1d(np.asarray(z, float))
+    Z, Y, X = np.meshgrid(heights, np.asarray(y, float), np.asarray(x, float), indexing="ij")
+    coms = np.column_stack([X.ravel(), Y.ravel(), Z.ravel()])
     # Static CoM wrench (ground part): Σf = m(c̈ − g) − f_ext, moment about c.
     f_ext = np.zeros(3) if f_ext is None else np.asarray(f_ext, float)
     force = mass * (-GRAVITY) - f_ext
@@ -231,25 +243,40 @@ def stability_cloud(sole_poses, sole_lo, sole_hi, mass: float, x: np.ndarray, y:
         corners = np.array([[lo[0], lo[1], 0], [hi[0], lo[1], 0], [hi[0], hi[1], 0],
                             [lo[0], hi[1], 0]])
         soles.append(np.asarray(o, float) + corners @ np.asarray(R, float).T)
-    return StabilityCloud(np.asarray(x, float), np.asarray(y, float), float(z),
+    if np.ndim(z) == 0:
+        return StabilityCloud(np.asarray(x, float), np.asarray(y, float), float(z),
+                              feasible.reshape(X.shape[1:]), soles, np.array(world_anchors))
+    return StabilityCloud(np.asarray(x, float), np.asarray(y, float), heights,
                           feasible.reshape(X.shape), soles, np.array(world_anchors))
 
 
-def robot_stability_cloud(robot, q, x: np.ndarray, y: np.ndarray, z: float | None = None,
+def robot_stability_cloud(robot, q, x: np.ndarray, y: np.ndarray,
+                          z: float | np.ndarray | None = None, bodies=None,
                           **kwargs) -> StabilityCloud:
-    """``stability_cloud`` for a ``RobotModel`` in configuration q (all contact bodies in support).
+    """``stability_cloud`` for a ``RobotModel`` in configuration q.
 
-    The soles are the bounding rectangles of each body's contact points; z defaults to q's CoM
-    height. Extra keyword arguments go to ``stability_cloud``.
+    The support is the contact bodies named in ``bodies`` (default: all), each a rectangle,
+    the bounding box of its contact points; z defaults to q's CoM height. Extra keyword
+    arguments go to ``stability_cloud``.
+
+    Raises:
+        ValueError: a name in ``bodies`` is not a contact body of the robot.
     """
     import pinocchio as pin
 
+    by_name = {b.name: b for b in robot.contact_bodies}
+    names = list(by_name) if bodies is None else list(bodies)
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ValueError(f"unknown contact bodies {unknown}; {robot.name} has "
+                         + ", ".join(by_name))
+    support = [by_name[n] for n in names]
     data = robot.create_data()
     pin.framesForwardKinematics(robot.model, data, q)
     poses = [(data.oMf[b.frame_id].rotation.copy(), data.oMf[b.frame_id].translation.copy())
-             for b in robot.contact_bodies]
-    lo = np.array([b.offsets.min(axis=0)[:2] for b in robot.contact_bodies])
-    hi = np.array([b.offsets.max(axis=0)[:2] for b in robot.contact_bodies])
+             for b in support]
+    lo = np.array([b.offsets.min(axis=0)[:2] for b in support])
+    hi = np.array([b.offsets.max(axis=0)[:2] for b in support])
     if z is None:
         z = float(pin.centerOfMass(robot.model, data, q)[2])
     return stability_cloud(poses, lo, hi, robot.mass, x, y, z, **kwargs)
@@ -266,19 +293,35 @@ def plot_stability_cloud(cloud: StabilityCloud, path, title: str = "CoM static s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 5))
-    X, Y = np.meshgrid(cloud.x, cloud.y)
-    ax.scatter(X[~cloud.feasible], Y[~cloud.feasible], s=4, c="0.85", label="infeasible")
-    ax.scatter(X[cloud.feasible], Y[cloud.feasible], s=6, c="tab:blue", label="feasible CoM")
-    for k, sole in enumerate(cloud.soles):
-        closed = np.vstack([sole, sole[:1]])
-        ax.plot(closed[:, 0], closed[:, 1], "k-", lw=1.5, label="soles" if k == 0 else None)
-    if len(cloud.anchors) == 1:
-        ax.plot(cloud.anchors[0][:, 0], cloud.anchors[0][:, 1], "r+", ms=10, label="CoP anchors")
+    if cloud.feasible.ndim == 3:  # 3-D cloud: the feasible points in space, with the soles
+        fig = plt.figure(figsize=(6, 5))
+        ax = fig.add_subplot(projection="3d")
+        pts = cloud.points()
+        ax.scatter(pts[:, 0], pts[:, 1], pts[:, 2], s=4, c=pts[:, 2], cmap="viridis",
+                   label="feasible CoM")
+        for k, sole in enumerate(cloud.soles):
+            closed = np.vstack([sole, sole[:1]])
+            ax.plot(closed[:, 0], closed[:, 1], closed[:, 2], "k-", lw=1.5,
+                    label="contact surfaces" if k == 0 else None)
+        ax.set_zlabel("z [m]")
+        heights = f"CoM heights {cloud.z.min():.3f}–{cloud.z.max():.3f} m"
+    else:
+        fig, ax = plt.subplots(figsize=(5, 5))
+        X, Y = np.meshgrid(cloud.x, cloud.y)
+        ax.scatter(X[~cloud.feasible], Y[~cloud.feasible], s=4, c="0.85", label="infeasible")
+        ax.scatter(X[cloud.feasible], Y[cloud.feasible], s=6, c="tab:blue",
+                   label="feasible CoM")
+        for k, sole in enumerate(cloud.soles):
+            closed = np.vstack([sole, sole[:1]])
+            ax.plot(closed[:, 0], closed[:, 1], "k-", lw=1.5, label="soles" if k == 0 else None)
+        if len(cloud.anchors) == 1:
+            ax.plot(cloud.anchors[0][:, 0], cloud.anchors[0][:, 1], "r+", ms=10,
+                    label="CoP anchors")
+        ax.set_aspect("equal")
+        heights = f"CoM height {cloud.z:.3f} m"
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
-    ax.set_aspect("equal")
-    ax.set_title(f"{title}\nCoM height {cloud.z:.3f} m", fontsize=9)
+    ax.set_title(f"{title}\n{heights}", fontsize=9)
     ax.legend(loc="upper right", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -35,9 +35,17 @@ Models (``grasp_model``):
   paper's own alternative ("the tension force and one out of the two normal moments") is the
   default ``noncoplanar="tension"``: [t_12; 4 tangential moments; one normal moment], the
   dropped normal moment being that of the contact whose normal is most aligned with e_12;
-* otherwise (eqs. 10–17): all pair tensions, then 2 tangential and 1 normal moment per surface
-  contact, kept greedily while they are independent of W_com and of the rows already kept, so
-  that W_int has full row rank Σc_i − 6 (3(n_s − 2) tensions for n_s ≥ 3 surface contacts).
+* otherwise (eqs. 10–17; ``biped="general"`` forces it for two contacts): all pair tensions,
+  then 2 tangential and 1 normal moment per surface contact, kept greedily while they are
+  independent of W_com and of the rows already kept, so that W_int has full row rank Σc_i − 6.
+  For n_s ≥ 3 surface contacts in general position (no three anchors on a line, not all in
+  one plane) every candidate is kept: the 3(n_s − 2) tensions of the linkage edges (3 for a
+  triangle, the 6 edges of a tetrahedron), 2 n_s tangential CoP moments and n_s normal moments,
+  6(n_s − 1) internal forces (App. D); for two coplanar feet the greedy choice is eq. 82's
+  (the dependent moment of contact 2 about the line P_1P_2 is the one rejected). Four anchors
+  in one plane (e.g. both feet and both hands of a symmetric stance) leave one internal mode,
+  forces normal to that plane, that tensions and moments miss: normal-force candidates
+  n_iᵀ f_i (our addition) come last and the greedy takes what it needs.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ import numpy as np
 
 CONTACT_KINDS = {"6d": 6, "3d": 3}  # surface contact (force + moment), point contact (force)
 NONCOPLANAR_MODELS = ("tension", "eq83")
-BIPED_MODELS = ("auto", "eq82", "eq83", "tension")
+BIPED_MODELS = ("auto", "eq82", "eq83", "tension", "general")
 
 
 def skew(p: np.ndarray) -> np.ndarray:
@@ -96,6 +104,7 @@ class GraspModel:
         labels: names of the rows of W_int.
         model: ``"single"``, ``"eq82"``, ``"eq83"``, ``"noncoplanar_tension"`` or ``"general"``.
         offsets: start index of each contact's block in F_r.
+        spec: the row specs of W_int (``linkage_rows``).
     """
 
     contacts: tuple[ContactAnchor, ...]
@@ -105,6 +114,7 @@ class GraspModel:
     labels: tuple[str, ...]
     model: str
     offsets: tuple[int, ...]
+    spec: tuple[tuple[int, int, int], ...] = ()
     _G_inv: np.ndarray | None = field(default=None, repr=False)
 
     @property
@@ -198,8 +208,10 @@ def _offsets(contacts) -> tuple[int, ...]:
 # A row of W_int is named by a spec: (TENSION, i, j) is the tension t_ij = (f_i − f_j)·e_ij
 # (eqs. 10, 86–91: Δ_t differences, R_t rotation, S_t selection), (MOMENT, i, a) the moment
 # component R_i[:, a]ᵀ m_i of surface contact i, a = 0, 1 tangential (S_cop T_s, eq. 8: zero
-# ⇔ the CoP is at P_i), a = 2 normal (S_n T_s, eq. 11).
-TENSION, MOMENT = 0, 1
+# ⇔ the CoP is at P_i), a = 2 normal (S_n T_s, eq. 11), (NORMAL_FORCE, i, 2) the normal force
+# n_iᵀ f_i (our addition: four or more anchors in one plane leave an internal mode of forces
+# normal to that plane, which no tension along an edge of the plane measures).
+TENSION, MOMENT, NORMAL_FORCE = 0, 1, 2
 _AXIS_NAMES = ("x", "y")
 
 
@@ -220,17 +232,22 @@ def linkage_rows(spec, positions, rotations, offsets, N: int) -> np.ndarray:
             e = e / length
             W[row, offsets[i]:offsets[i] + 3] = e
             W[row, offsets[j]:offsets[j] + 3] = -e
-        else:
+        elif kind == MOMENT:
             W[row, offsets[i] + 3:offsets[i] + 6] = rotations[i][:, j]
+        else:
+            W[row, offsets[i]:offsets[i] + 3] = rotations[i][:, j]
     return W
 
 
 def spec_labels(spec, names) -> tuple[str, ...]:
-    """Names of the W_int rows: ``tension_<i>_<j>``, ``m_cop_<i>_x|y``, ``m_n_<i>``."""
+    """Names of the W_int rows: ``tension_<i>_<j>``, ``m_cop_<i>_x|y``, ``m_n_<i>``,
+    ``f_n_<i>``."""
     out = []
     for kind, i, j in spec:
         if kind == TENSION:
             out.append(f"tension_{names[i]}_{names[j]}")
+        elif kind == NORMAL_FORCE:
+            out.append(f"f_n_{names[i]}")
         elif j == 2:
             out.append(f"m_n_{names[i]}")
         else:
@@ -260,10 +277,11 @@ def grasp_model(contacts, com, noncoplanar: str = "tension", biped: str = "auto"
         com: P_com (world) [m].
         noncoplanar: model for two non-coplanar surface contacts, one of ``NONCOPLANAR_MODELS``.
         biped: two surface contacts: ``"auto"`` (eq. 82 when coplanar, else ``noncoplanar``)
-            or force ``"eq82"``, ``"eq83"``, ``"tension"``. A controller should force
-            ``"eq82"``: its rows stay independent for any geometry where contact 2's dropped
-            axis is not perpendicular to e_12, whereas the non-coplanar models become singular
-            as the feet become coplanar ((m_1 + m_2)·e_12 then depends on F_com).
+            or force ``"eq82"``, ``"eq83"``, ``"tension"`` or the ``"general"`` construction.
+            A controller should force ``"eq82"``: its rows stay independent for any geometry
+            where contact 2's dropped axis is not perpendicular to e_12, whereas the
+            non-coplanar models become singular as the feet become coplanar ((m_1 + m_2)·e_12
+            then depends on F_com).
         coplanar_tol: two surface contacts count as coplanar when the angle between their
             normals [rad] and |n·(P_2 − P_1)| [m] are below this.
         rank_tol: relative threshold of the greedy independence test (general model).
@@ -294,7 +312,7 @@ def grasp_model(contacts, com, noncoplanar: str = "tension", biped: str = "auto"
 
     if len(contacts) == 1:
         model = "single"
-    elif len(contacts) == 2 and all(c.size == 6 for c in contacts):
+    elif len(contacts) == 2 and all(c.size == 6 for c in contacts) and biped != "general":
         c1, c2 = contacts
         e = c2.position - c1.position
         e = e / np.linalg.norm(e)
@@ -316,23 +334,32 @@ def grasp_model(contacts, com, noncoplanar: str = "tension", biped: str = "auto"
                     (MOMENT, 1, 1), (MOMENT, keep, 2)]
     else:  # general model, eqs. 10–17
         model = "general"
-        candidates: list[tuple[int, int, int]] = []
-        for i in range(len(contacts)):
-            for j in range(i + 1, len(contacts)):
-                candidates.append((TENSION, i, j))
-        candidates += [(MOMENT, i, a) for i, c in enumerate(contacts) if c.size == 6
-                       for a in (0, 1)]
-        candidates += [(MOMENT, i, 2) for i, c in enumerate(contacts) if c.size == 6]
-        rows = linkage_rows(candidates, positions, rotations, offsets, N)
-        # Greedy: keep a candidate if it is independent of W_com and of the rows kept so far.
+        n = len(contacts)
+        groups = [[(TENSION, i, j) for i in range(n) for j in range(i + 1, n)],
+                  [(MOMENT, i, a) for i, c in enumerate(contacts) if c.size == 6 for a in (0, 1)],
+                  [(MOMENT, i, 2) for i, c in enumerate(contacts) if c.size == 6],
+                  [(NORMAL_FORCE, i, 2) for i in range(n)]]
+        candidates = [cand for group in groups for cand in group]
+        rows = dict(zip(candidates, linkage_rows(candidates, positions, rotations, offsets, N),
+                        strict=True))
+        # Greedy with pivoting inside each group: take the candidate most independent of W_com
+        # and of the rows kept so far (largest relative residual) while one is independent;
+        # for two coplanar feet this rejects the tangential moment of contact 2 closest to the
+        # dependent one (m_1 + m_2)·e_12, i.e. keeps eq. 82's axis.
         basis = np.linalg.qr(W_com.T)[0]  # orthonormal basis of the kept row space
-        for row, cand in zip(rows, candidates, strict=True):
-            if len(spec) == N - 6:
-                break
-            residual = row - basis @ (basis.T @ row)
-            if np.linalg.norm(residual) > rank_tol * max(1.0, np.linalg.norm(row)):
-                spec.append(cand)
-                basis = np.column_stack([basis, residual / np.linalg.norm(residual)])
+        kept: set[tuple[int, int, int]] = set()
+        for group in groups:
+            remaining = list(group)
+            while remaining and len(kept) < N - 6:
+                res = [rows[c] - basis @ (basis.T @ rows[c]) for c in remaining]
+                size = [np.linalg.norm(r) / max(1.0, np.linalg.norm(rows[c]))
+                        for r, c in zip(res, remaining, strict=True)]
+                best = int(np.argmax(size))
+                if size[best] <= rank_tol:
+                    break
+                kept.add(remaining.pop(best))
+                basis = np.column_stack([basis, res[best] / np.linalg.norm(res[best])])
+        spec = [c for c in candidates if c in kept]
         if len(spec) < N - 6:
             raise ValueError(
                 f"degenerate contact geometry: tensions and CoP moments describe only "
@@ -340,7 +367,8 @@ def grasp_model(contacts, com, noncoplanar: str = "tension", biped: str = "auto"
                 "out-of-plane internal pressure modes the virtual linkage does not model)")
 
     W_int = linkage_rows(spec, positions, rotations, offsets, N)
-    return GraspModel(contacts, com, W_com, W_int, spec_labels(spec, names), model, offsets)
+    return GraspModel(contacts, com, W_com, W_int, spec_labels(spec, names), model, offsets,
+                      tuple(spec))
 
 
 def tension(F_r: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> float:
