@@ -17,9 +17,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 URDF_DIR = ROOT / "urdf"
 CONFIG_DIR = ROOT / "config"
-ROBOTS = ["biped3d", "planar_biped", "ball", "brick"]
+ROBOTS = ["biped3d", "humanoid", "planar_biped", "ball", "brick"]
 BASES = {
     "biped3d": "free_flyer",
+    "humanoid": "free_flyer",
     "planar_biped": "planar_xz",
     "ball": "translation",
     "brick": "translation",
@@ -133,6 +134,28 @@ def test_biped3d_structure():
         assert model.lowerPositionLimit[jmodel.idx_q] == lower
         assert model.upperPositionLimit[jmodel.idx_q] == upper
     assert 30.0 <= pin.computeTotalMass(model) <= 60.0
+
+
+def test_humanoid_structure():
+    """biped3d's 14 joints, placed as in biped3d, then two 6-DoF arms whose palms hang
+    0.25 + 0.22 + 0.065 m below the shoulders, level, at the zero configuration."""
+    model, biped = load_model("humanoid"), load_model("biped3d")
+    assert model.nv == 32 and model.nq == 33
+    assert list(model.names[:16]) == list(biped.names)
+    for j in range(2, 16):
+        assert model.jointPlacements[j].isApprox(biped.jointPlacements[j])
+    arm = ["shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow", "wrist_pitch",
+           "wrist_roll"]
+    assert list(model.names[16:]) == [f"{s}_{j}" for s in "lr" for j in arm]
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, pin.neutral(model))
+    for side, y in (("l", 0.19), ("r", -0.19)):
+        shoulder = data.oMi[model.getJointId(f"{side}_shoulder_pitch")].translation
+        palm = data.oMf[model.getFrameId(f"{side}_palm")]
+        np.testing.assert_allclose(shoulder[1], y, atol=1e-12)
+        np.testing.assert_allclose(palm.translation, shoulder - [0.0, 0.0, 0.535], atol=1e-12)
+        np.testing.assert_allclose(palm.rotation, np.eye(3), atol=1e-12)
+    assert pin.computeTotalMass(model) == pytest.approx(47.6)
 
 
 def test_planar_biped_structure():

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Generate the URDF robot descriptions of biped_contact_sim.
 
-The four robots (``biped3d``, ``planar_biped``, ``ball``, ``brick``) are described below as
-tables of links (primitive shape, size, centre, mass) and joints (origin, axis, limits).
+The robots (``biped3d``, ``humanoid``, ``planar_biped``, ``ball``, ``brick``) are described
+below as tables of links (primitive shape, size, centre, mass) and joints (origin, axis, limits).
 Conventions: x forward, y left, z up; cylinders lie along their link's z axis.
 
 Every massive link gets a <visual> and a <collision> with the same geometry, and an <inertial>
@@ -23,7 +23,7 @@ those of the robot without it (``test/test_urdf.py`` checks M, h and the contact
 Usage, from the repository root::
 
     python tools/generate_urdf.py            # rewrite urdf/*.urdf
-    python tools/generate_urdf.py OUT_DIR    # write the four files into OUT_DIR instead
+    python tools/generate_urdf.py OUT_DIR    # write the files into OUT_DIR instead
 
 From Python, ``write_all(out_dir)`` does the same.  The output is deterministic (numbers are
 written with ``repr`` precision) and ``test/test_urdf.py`` checks that the committed files
@@ -126,6 +126,45 @@ def biped3d() -> tuple[list[Link], list[Joint]]:
     return links, joints
 
 
+def humanoid() -> tuple[list[Link], list[Joint]]:
+    """Humanoid, 47.6 kg, 26 revolute joints: biped3d's legs, waist and torso plus two 6-DoF arms
+    (shoulder pitch/roll/yaw, elbow, wrist pitch/roll) ending in flat hands; the loader adds a
+    free-flyer root joint at `base_link`, the massless root link fixed to `pelvis`.
+
+    The shoulders sit 0.30 m above the torso joint, 0.19 m to each side; at the zero
+    configuration the arms hang down and each palm frame (`l_palm`, `r_palm`) lies on the bottom
+    face of its 0.10 x 0.08 m hand, z axis along the arm (the palm faces away from the shoulder),
+    0.25 + 0.22 + 0.065 = 0.535 m below the shoulder.  Pitch joints turn about y (negative:
+    forward), so shoulder, elbow and wrist pitches summing to zero keep the palm level.
+    """
+    links, joints = biped3d()
+    for side, y in (("l", 0.19), ("r", -0.19)):
+        out = 1.0 if side == "l" else -1.0  # roll that moves the arm away from the body
+        links += [
+            Link(f"{side}_shoulder_pitch_link", "box", (0.06, 0.06, 0.06), (0.0, 0.0, 0.0), 0.4),
+            Link(f"{side}_shoulder_roll_link", "box", (0.05, 0.05, 0.05), (0.0, 0.0, 0.0), 0.3),
+            Link(f"{side}_upper_arm", "cylinder", (0.035, 0.25), (0.0, 0.0, -0.125), 1.5),
+            Link(f"{side}_forearm", "cylinder", (0.03, 0.22), (0.0, 0.0, -0.11), 1.0),
+            Link(f"{side}_wrist_link", "box", (0.04, 0.04, 0.04), (0.0, 0.0, 0.0), 0.2),
+            Link(f"{side}_hand", "box", (0.10, 0.08, 0.03), (0.0, 0.0, -0.05), 0.4),
+            Link(f"{side}_palm"),
+        ]
+        chain = [
+            ("shoulder_pitch", "torso", "shoulder_pitch_link", (0.0, y, 0.30), "y", 80.0,
+             -3.0, 1.0),
+            ("shoulder_roll", "shoulder_pitch_link", "shoulder_roll_link", (0.0, 0.0, 0.0), "x",
+             80.0, *sorted((-0.3 * out, 1.6 * out))),
+            ("shoulder_yaw", "shoulder_roll_link", "upper_arm", (0.0, 0.0, 0.0), "z", 60.0,
+             -1.6, 1.6),
+            ("elbow", "upper_arm", "forearm", (0.0, 0.0, -0.25), "y", 60.0, -2.5, 0.0),
+            ("wrist_pitch", "forearm", "wrist_link", (0.0, 0.0, -0.22), "y", 30.0, -1.6, 1.6),
+            ("wrist_roll", "wrist_link", "hand", (0.0, 0.0, 0.0), "x", 30.0, -1.0, 1.0),
+            ("palm_joint", "hand", "palm", (0.0, 0.0, -0.065), ""),
+        ]
+        joints += _leg_joints(side, "torso", chain)
+    return links, joints
+
+
 def planar_biped() -> tuple[list[Link], list[Joint]]:
     """Sagittal biped, 21.2 kg, 6 revolute joints; the loader adds an (x, z, pitch) root joint
     at `base_link`, the massless root link fixed to `torso`.
@@ -172,7 +211,8 @@ def with_root_link(links: list[Link], joints: list[Joint]) -> tuple[list[Link], 
                                        *joints]
 
 
-ROBOTS = {"biped3d": biped3d, "planar_biped": planar_biped, "ball": ball, "brick": brick}
+ROBOTS = {"biped3d": biped3d, "humanoid": humanoid, "planar_biped": planar_biped, "ball": ball,
+          "brick": brick}
 
 
 def _num(*values: float) -> str:
