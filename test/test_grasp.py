@@ -365,7 +365,7 @@ def test_table_extends_the_static_balance_region(tmp_path):
     x, y = np.linspace(-0.1, 0.4, 26), np.linspace(-0.2, 0.3, 26)
     feet = stability_cloud(FOOT_POSES, [SOLE_LO] * 2, [SOLE_HI] * 2, 45.0, x, y, 0.75,
                            anchor_grid=5)
-    lean = stability_cloud(FOOT_POSES + [TABLE_HAND], [SOLE_LO, SOLE_LO, PALM_LO],
+    lean = stability_cloud([*FOOT_POSES, TABLE_HAND], [SOLE_LO, SOLE_LO, PALM_LO],
                            [SOLE_HI, SOLE_HI, PALM_HI], 45.0, x, y, 0.75, anchors="centres")
     X, _ = np.meshgrid(x, y)
     ahead = X > 0.13 + 1e-9
@@ -374,7 +374,7 @@ def test_table_extends_the_static_balance_region(tmp_path):
     out = tmp_path / "lean.png"
     plot_stability_cloud(lean, out)
     assert out.stat().st_size > 1000
-    poses = FOOT_POSES + [TABLE_HAND, WALL_HAND]
+    poses = [*FOOT_POSES, TABLE_HAND, WALL_HAND]
     lo, hi = [SOLE_LO, SOLE_LO] + [PALM_LO] * 2, [SOLE_HI, SOLE_HI] + [PALM_HI] * 2
     cloud3 = stability_cloud(poses, lo, hi, 45.0, x[::5], y[::5], np.array([0.7, 0.8]),
                              anchors="centres", internal=_squeeze(poses, np.array(lo),
