@@ -270,7 +270,7 @@ def acceleration_lcp_kernel(G_all, b_all, vc_all, phi_all, mu_all, e_all, dt, D,
                     stats[7] += its
                     solved = st == 0
                     if solved:
-                        basic_flags(z, zmask)
+                        basic_flags(z, zmask, tol)
                 if not solved:
                     stats[9] = 1.0
                     st, _, res = lemke_kernel(A, q, np.ones(n), pivot_tol, max(10, 10 * n * n),

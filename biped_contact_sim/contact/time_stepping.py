@@ -269,7 +269,7 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
         stats[2] += its
         for k in range(n):
             z[k] = max(z[k], 0.0)
-        basic_flags(z, zmask)
+        basic_flags(z, zmask, (2.0 - math.sqrt(2.0)) * tol)
         res = lcp_residual(A, q, z, w)
         if code == 0 and res <= tol:
             solved = True

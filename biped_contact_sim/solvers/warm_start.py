@@ -26,18 +26,21 @@ def match_keys(stored, keys, pos):
 
 
 @njit(cache=True)
-def basic_flags(z, flags):
-    """``flags ← z > 1e-9·max(z)``: the variables of an LCP solution taken as basic when the
-    solution did not come from pivoting (its basis then guesses the next step's).
+def basic_flags(z, flags, tol):
+    """``flags ← z > max(tol, 1e-9·max(z))``: the variables of an LCP solution taken as basic
+    when the solution did not come from pivoting (its basis then guesses the next step's).
 
-    A degenerate pair (z_i ≈ w_i ≈ 0, e.g. the unused facets of a sticking friction pyramid)
-    is left non-basic: making it basic can make the basis matrix singular.
+    ``tol`` is the tolerance the solution was found to: a variable within it of zero is
+    indistinguishable from zero (e.g. the unused facets of a sticking friction pyramid, which
+    an iterative solver leaves at ~tol); making it basic would make the basis needlessly large
+    or singular.
     """
     zmax = 0.0
     for i in range(z.shape[0]):
         zmax = max(zmax, z[i])
+    threshold = max(tol, 1e-9 * zmax)
     for i in range(z.shape[0]):
-        flags[i] = z[i] > 1e-9 * zmax
+        flags[i] = z[i] > threshold
 
 
 class KeyedRows:
