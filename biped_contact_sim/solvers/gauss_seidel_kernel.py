@@ -105,6 +105,64 @@ def _sliding_force(w00, w01, w02, w11, w12, w22, r0, r1, r2, mu, th):
 
 
 @njit(cache=True)
+def poly_roots(coeffs):
+    """All roots of the complex polynomial ``Σ coeffs[k] x^(n−k)`` (leading zeros dropped), by
+    the Weierstrass (Durand–Kerner) iteration, then polished by Newton's method.
+
+    Replaces ``np.roots`` (companion-matrix eigenvalues through LAPACK, seconds of compile
+    time); the roots only seed the Newton solve on θ of :func:`_slide`, which fixes their
+    last digits, so a root needs only to lie in the right basin.
+    """
+    first = 0
+    while first < coeffs.shape[0] - 1 and coeffs[first] == 0.0:
+        first += 1
+    deg = coeffs.shape[0] - 1 - first
+    roots = np.empty(deg, dtype=np.complex128)
+    if deg == 0:
+        return roots
+    c = coeffs[first:] / coeffs[first]  # monic
+    # Start on a circle of the Cauchy bound, at angles that are not symmetric.
+    radius = 0.0
+    for k in range(1, deg + 1):
+        radius = max(radius, abs(c[k]))
+    radius = 1.0 + radius
+    for k in range(deg):
+        angle = 2.0 * math.pi * k / deg + 0.4
+        roots[k] = radius * (math.cos(angle) + 1j * math.sin(angle))
+    for _ in range(500):
+        change = 0.0
+        for k in range(deg):
+            x = roots[k]
+            p = c[0]
+            for j in range(1, deg + 1):
+                p = p * x + c[j]
+            den = 1.0 + 0.0j
+            for j in range(deg):
+                if j != k:
+                    den *= x - roots[j]
+            if den == 0.0:
+                den = 1e-300 + 0.0j
+            step = p / den
+            roots[k] = x - step
+            change = max(change, abs(step) / max(1.0, abs(x)))
+        if change <= 1e-15:
+            break
+    for k in range(deg):  # Newton polish on p itself
+        x = roots[k]
+        for _ in range(3):
+            p = c[0]
+            dp = 0.0 + 0.0j
+            for j in range(1, deg + 1):
+                dp = dp * x + p
+                p = p * x + c[j]
+            if dp == 0.0:
+                break
+            x = x - p / dp
+        roots[k] = x
+    return roots
+
+
+@njit(cache=True)
 def _slide(w00, w01, w02, w11, w12, w22, r0, r1, r2, mu, theta0):
     """Sliding solution of one contact (``gauss_seidel._slide``); (ok, f0, f1, fn)."""
     acc = -r2 * mu * w01 + mu * w02 * r1
@@ -127,7 +185,7 @@ def _slide(w00, w01, w02, w11, w12, w22, r0, r1, r2, mu, theta0):
     coeffs[2] = h0
     coeffs[3] = 0.5 * (h1c + 1j * h1s)
     coeffs[4] = 0.5 * (h2c + 1j * h2s)
-    roots = np.roots(coeffs)
+    roots = poly_roots(coeffs)
     found = False
     best_gap = np.inf
     b0 = b1 = b2 = 0.0

@@ -170,14 +170,23 @@ def lemke_kernel(A, b, d, pivot_tol, max_pivots, residual_tol, z, w, zmask):
     """
     n = b.shape[0]
     zmask[:] = False
-    if n == 0 or b.min() >= 0.0:  # z = 0 is a solution: w = b ≥ 0
+    bmin = 0.0
+    for i in range(n):
+        bmin = min(bmin, b[i])
+    if bmin >= 0.0:  # z = 0 is a solution: w = b ≥ 0 (also n = 0)
         z[:] = 0.0
         return CONVERGED, 0, lcp_residual(A, b, z, w)
-    alpha = np.abs(A).max()
+    alpha = 0.0
+    for i in range(n):
+        for j in range(n):
+            alpha = max(alpha, abs(A[i, j]))
     if alpha == 0.0:
         alpha = 1.0
-    beta = np.abs(b).max()
-    dmax = np.abs(d).max()
+    beta = 0.0
+    dmax = 0.0
+    for i in range(n):
+        beta = max(beta, abs(b[i]))
+        dmax = max(dmax, abs(d[i]))
     m = 2 * n + 2
     T = np.zeros((n, m))
     inv_alpha = -1.0 / alpha
