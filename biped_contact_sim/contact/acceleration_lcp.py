@@ -57,7 +57,8 @@ One step at (q, v), in contact frames ``[t₁, t₂, n]``, over the candidates `
    work on the rising body: energy came out of the constraint at every soft touch-down. With
    the target above, the contact force does positive work only while removing a penetration,
    at most ``f_n·β_s|φ|`` per step, so a touch-down can gain at most the potential energy of
-   lifting the supported weight by the largest penetration (``m g max|φ|``; micrometres here).
+   lifting the supported weight by the largest penetration (``m g max|φ|``; micrometres here),
+   plus, in a step with an impact, ``dt p_Iᵀ b_n`` (as in gauss_seidel).
    As in gauss_seidel (docs/methods.md §2.3 step 3), ``b`` omits the drift ``J̇_c q̇`` of the
    paper's ``B_c`` by default (``drift_term = false``): the targets then bound ``J_c v⁺``, the
    velocity along the same Jacobian as the force, so the contact does no work on the robot
