@@ -42,9 +42,10 @@ One step at the state (q, v), in contact frames ``[t₁, t₂, n]``:
    work of lifting the supported load out of its penetration by the fraction β per step. (A
    step with an impact adds ``dt p_Iᵀ b_v,n``: eq. 5 stops the approach at the velocity of the
    start of the step, before the free acceleration, so this is positive only where that
-   acceleration pulls a point away from the ground.) With eq. 10's ``dt·J̇_c q̇`` (``drift_term = true``) the predicted velocity is that at q⁺ to first
-   order, but the impulse then works on the robot by ``−dt Pᵀγ_c`` per step: +119 J on a limp
-   biped dropped from 5 cm, whose whipping feet have a large J̇v.
+   acceleration pulls a point away from the ground.) With eq. 10's ``dt·J̇_c q̇``
+   (``drift_term = true``) the predicted velocity is that at q⁺ to first order, but the impulse
+   then works on the robot by ``−dt Pᵀγ_c`` per step: +119 J on a limp biped dropped from 5 cm,
+   whose whipping feet have a large J̇v.
 
    Our addition (the paper has none): the normal target carries ``bias_i`` so that the normal
    law reads ``0 ≤ P_n ⊥ v_n⁺ + bias ≥ 0`` with ``bias_i = max(φ_i, 0)/dt + β min(φ_i, 0)/dt``.
