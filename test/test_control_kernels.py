@@ -155,7 +155,8 @@ def _whitened(tasks, Phi, rcond=1e-8, compiled=False):
     e_up = np.concatenate([e for _, e in tasks[:-1]]) if sizes else np.zeros(0)
     args = (J_up, e_up, sizes, tasks[-1][0] @ T, tasks[-1][1], rcond)
     if compiled:
-        y, fb = kernels.prioritized(J_up, e_up, np.array(sizes, dtype=np.int64), *args[3:])
+        y, fb = kernels.prioritized(J_up, e_up, np.array(sizes, dtype=np.int64), *args[3:],
+                                    np.zeros((0, len(T.T))), np.zeros(0))
     else:
         y, fb = la.prioritized(*args)
     return T @ y, fb

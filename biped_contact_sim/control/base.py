@@ -51,12 +51,27 @@ class Measurement:
 
 @dataclass
 class FootTarget:
-    """Position, velocity and acceleration of a sole frame origin (world), yaw kept constant."""
+    """Pose target of a contact body not in support (a swing foot, a reaching hand): position,
+    velocity and acceleration of its sole/palm frame origin (world); orientation level with the
+    given yaw, or ``rotation`` (world ← frame) with angular velocity/acceleration ``omega``,
+    ``alpha`` (zero if None).
+
+    With ``normal`` set (a unit vector, world: the contact surface's normal, pointing out of
+    the surface towards the body) the target is the unified force/position task of Sentis et
+    al. §V-A: motion along the surface and orientation as above, and a normal force instead of
+    a position along ``normal`` — the surface's reaction on the body ``normal·f`` tracks
+    ``force`` [N] (the body pushes with ``force`` into the surface).
+    """
 
     p: np.ndarray  # (3,)
     v: np.ndarray  # (3,)
     a: np.ndarray  # (3,)
     yaw: float = 0.0
+    rotation: np.ndarray | None = None  # (3, 3)
+    omega: np.ndarray | None = None  # (3,)
+    alpha: np.ndarray | None = None  # (3,)
+    normal: np.ndarray | None = None  # (3,)
+    force: float = 0.0
 
 
 @dataclass
@@ -64,14 +79,17 @@ class Reference:
     """What the tasks track at time t. ``None`` fields mean "no such task now".
 
     Attributes:
-        stance: names of the contact bodies (feet) in support, in ``robot.contact_bodies`` order.
+        stance: names of the contact bodies (feet, hands) in support, in
+            ``robot.contact_bodies`` order (a controller may hold a body a little longer or
+            add it a little later than asked, see its contact transitions).
         com, com_vel, com_acc: CoM task reference (world) [m, m/s, m/s²].
-        feet: swing-foot targets (feet not in ``stance``).
+        feet: targets of contact bodies not in ``stance`` (swing feet, hands; ``FootTarget``).
         q_joints, v_joints, a_joints: actuated-joint references (posture task for ``wbc``,
             the tracked trajectory for ``ctc``), length ``robot.n_joints``.
         internal: internal-force reference in the layout of the grasp model in use (double
             support, Sentis et al. App. C eq. 82: [tension, 3 tangential CoP moments, 2 normal
-            moments]) [N, N·m].
+            moments]; n_s ≥ 3: ``control.grasp``'s general model, whose row names the
+            controller reports) [N, N·m]. None: zero.
         cop: per stance foot, desired CoP in its sole frame (x, y) [m].
         load_share: per stance foot, the fraction α_k of the net contact force it should carry
             (double support; Σ α_k = 1). ``ctc`` uses it instead of the shares it derives from

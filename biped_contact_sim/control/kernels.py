@@ -76,7 +76,8 @@ def surface_resultant(positions, com, W):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def linkage(spec, positions, rotations, offsets, W):  # pragma: no cover - compiled
-    """W (m, N) ← W_int of the row specs (m, 3) = (kind, i, j), kind 0 tension, 1 moment.
+    """W (m, N) ← W_int of the row specs (m, 3) = (kind, i, j), kind 0 tension, 1 moment, 2
+    normal force (``control.grasp``).
 
     Returns False (W partly filled) if a tension joins two anchors closer than 1e-9 m.
     """
@@ -94,8 +95,8 @@ def linkage(spec, positions, rotations, offsets, W):  # pragma: no cover - compi
             W[row, oi], W[row, oi + 1], W[row, oi + 2] = e0 / length, e1 / length, e2 / length
             W[row, oj], W[row, oj + 1], W[row, oj + 2] = (-e0 / length, -e1 / length,
                                                           -e2 / length)
-        else:
-            o = offsets[i] + 3
+        else:  # moment (kind 1) or normal force (kind 2): a column of R_i on m_i or f_i
+            o = offsets[i] + (3 if kind == 1 else 0)
             W[row, o] = rotations[i, 0, j]
             W[row, o + 1] = rotations[i, 1, j]
             W[row, o + 2] = rotations[i, 2, j]
@@ -176,9 +177,10 @@ def _pinv_psd(X, rcond, scale):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def prioritized(J_up, e_up, sizes, J_last, e_last, rcond):  # pragma: no cover - compiled
-    """Compiled ``control.linalg.prioritized`` (same arguments, ``sizes`` an int array):
-    returns (y, fallbacks)."""
+def prioritized(J_up, e_up, sizes, J_last, e_last, rcond, J_force,
+                F_force):  # pragma: no cover - compiled
+    """Compiled ``control.linalg.prioritized`` (same arguments, ``sizes`` an int array, no
+    force rows: J_force of shape (0, r)): returns (y, fallbacks)."""
     r = J_up.shape[1]
     m_up = J_up.shape[0]
     y = np.zeros(r)
@@ -193,24 +195,35 @@ def prioritized(J_up, e_up, sizes, J_last, e_last, rcond):  # pragma: no cover -
             N = N - W.T @ W
             free -= m_up
             stacked = True
-    n_levels = (0 if stacked else sizes.size) + 1
+    n_upper = 0 if stacked else sizes.size
+    n_force = 1 if J_force.shape[0] > 0 else 0
+    n_levels = n_upper + n_force + 1
     start = 0
     for k in range(n_levels):
         if free == 0:
             break
         last = k == n_levels - 1
+        force = n_force == 1 and k == n_upper
         if last:
             Jk, ek = J_last, e_last
+        elif force:
+            Jk, ek = J_force, F_force
         else:
             Jk = np.ascontiguousarray(J_up[start:start + sizes[k]])
             ek = e_up[start:start + sizes[k]]
             start += sizes[k]
-        e = ek - Jk @ y
         Jp = Jk @ N
         m = Jk.shape[0]
         scale = 0.0
         for i in range(m):
             scale = max(scale, np.dot(Jk[i], Jk[i]))
+        if force:  # force rows: torques J*ᵀ F, then their directions leave N
+            y += Jp.T @ F_force
+            Xr, rank = _pinv_psd(Jp @ Jp.T, rcond, scale)
+            N = N - Jp.T @ (Xr @ Jp)
+            free -= rank
+            continue
+        e = ek - Jk @ y
         if m <= free:
             ok, W, u = _whiten(Jp, e, rcond, scale)
             if ok:

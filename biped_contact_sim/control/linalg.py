@@ -111,7 +111,8 @@ def psd_whitening(G: np.ndarray, rcond: float) -> np.ndarray | None:
 
 
 def prioritized(J_up: np.ndarray, e_up: np.ndarray, sizes, J_last: np.ndarray,
-                e_last: np.ndarray, rcond: float) -> tuple[np.ndarray, int]:
+                e_last: np.ndarray, rcond: float, J_force: np.ndarray | None = None,
+                F_force: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Strict task priorities in whitened coordinates (Sentis et al. eqs. 30–31).
 
     With Φ* = G Gᵀ (``psd_factor``) and Γ = T y (``psd_whitening``), a task
@@ -139,12 +140,18 @@ def prioritized(J_up: np.ndarray, e_up: np.ndarray, sizes, J_last: np.ndarray,
     level. If the stacked matrix is not numerically positive definite the levels are taken
     one by one.
 
+    Force rows (the force part of a unified force/position task, §V-A) come after the upper
+    levels: their operational forces F act through the torques J*ᵀ_{f|prec} F, i.e.
+    y ← y + N Ĵ_fᵀ F in the null space N the upper levels leave, which then loses the force
+    directions (N ← N − (Ĵ_f N)⁺(Ĵ_f N)) so that the last level cannot push along them.
+
     Args:
         J_up: (m, r) the upper levels' Ĵ_k stacked, highest priority first.
         e_up: (m,) their ẍ_k,des − c_k.
         sizes: rows of each upper level (Σ = m).
         J_last, e_last: the last level's Ĵ (m_last, r) and ẍ_des − c.
         rcond: relative cut-off of the pseudo-inverse fallback (and of the Cholesky test).
+        J_force, F_force: force rows Ĵ_f (m_f, r) and their operational forces (m_f,).
 
     Returns:
         (y (r,), number of levels that needed the pseudo-inverse fallback).
@@ -165,15 +172,24 @@ def prioritized(J_up: np.ndarray, e_up: np.ndarray, sizes, J_last: np.ndarray,
             levels = _split(J_up, e_up, sizes)
     elif len(J_up):
         levels = _split(J_up, e_up, sizes)
+    if J_force is not None and len(J_force):
+        levels.append((J_force, None))
     levels.append((J_last, e_last))
     last = len(levels) - 1
     for k, (Jk, ek) in enumerate(levels):
         if free == 0:
             break
-        e = ek - np.dot(Jk, y)
         m = Jk.shape[0]
         scale = max(np.einsum("ij,ij->i", Jk, Jk).tolist())
         Jp = Jk if N is None else np.dot(Jk, N)
+        if ek is None:  # force rows: torques J*ᵀ F, then their directions leave N
+            y += np.dot(Jp.T, F_force)
+            Xr, rank = pinv_psd(np.dot(Jp, Jp.T), rcond, scale)
+            P = np.dot(Jp.T, np.dot(Xr, Jp))
+            N = eye(r) - P if N is None else N - P
+            free -= rank
+            continue
+        e = ek - np.dot(Jk, y)
         if m <= free:
             C = cholesky(np.dot(Jp, Jp.T), rcond, scale)
             if C is not None:
@@ -202,6 +218,26 @@ def prioritized(J_up: np.ndarray, e_up: np.ndarray, sizes, J_last: np.ndarray,
     return y, fallbacks
 
 
+def internal_force_torques(W_int: np.ndarray, D: np.ndarray, G: np.ndarray, T: np.ndarray,
+                           f_int_cmd: np.ndarray, f_task: np.ndarray) -> tuple[np.ndarray, int]:
+    """Γ_int of Sentis et al. eq. 42 and whether the pseudo-inverse fallback was needed.
+
+    Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p} + μ_i + p_i), with (our sign, f = f₀ − D Γ)
+    J*ᵀ_{i|l} = −A L*, A = W_int J̄_sᵀ Uᵀ = W_int D (eq. 39), L* = I − G Tᵀ the orthogonal
+    projector on the null space of Φ* = G Gᵀ (eq. 33) and F_int,{t,p} − μ_i − p_i = W_int f_task
+    the internal forces of the task torques (eqs. 40–41). A L* has full row rank when every
+    internal force is controllable (the paper's condition), so its pseudo-inverse is
+    L* Aᵀ (A L* Aᵀ)⁻¹: a Cholesky solve; otherwise the SVD pseudo-inverse.
+    """
+    A = np.dot(W_int, D)
+    AL = A - np.dot(np.dot(A, G), T.T)
+    rhs = f_int_cmd - np.dot(W_int, f_task)
+    C = cholesky(np.dot(AL, A.T), 1e-10)
+    if C is not None:
+        return -np.dot(AL.T, solve(C, rhs)), 0
+    return -np.dot(np.linalg.pinv(AL, rcond=1e-10), rhs), 1
+
+
 def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
     out, i = [], 0
     for m in sizes:
@@ -210,4 +246,5 @@ def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-__all__ = ["cholesky", "eye", "pinv_psd", "prioritized", "psd_factor", "psd_whitening", "solve"]
+__all__ = ["cholesky", "eye", "internal_force_torques", "pinv_psd", "prioritized", "psd_factor",
+           "psd_whitening", "solve"]

@@ -4,7 +4,11 @@ docs/methods.md §4.2. Notation of the paper (A = M, U = S, Γ = τ), with the r
 on the robot (docs/methods.md §1; the paper's F_r is −f, see ``control.grasp``). Every control
 step, from the measurement (q, v, wrenches) alone:
 
-1. Support Jacobian at the commanded CoPs P_k of the stance feet (eq. 18), 6 rows per foot
+0. Support set (``control.contact_set``): the reference's stance, with the contact
+   transitions — a requested body (foot, hand) joins at ``add_force`` measured normal force,
+   a dropped one is unloaded over ``unload_time`` first; the virtual linkage is rebuilt at
+   every change.
+1. Support Jacobian at the commanded CoPs P_k of the n_s support bodies (eq. 18), 6 rows each
    ``[ṗ_Pk; ω_k] = J_s v`` (LOCAL_WORLD_ALIGNED), drift γ_s = J̇_s v; rigid contacts (eq. 19).
 2. Dynamically consistent inverse and null space (eqs. 21, 26):
        Λ_s = (J_s A⁻¹ J_sᵀ)⁻¹,  J̄_s = A⁻¹ J_sᵀ Λ_s,  N_s = I − J̄_s J_s.
@@ -12,7 +16,10 @@ step, from the measurement (q, v, wrenches) alone:
        f = −J̄_sᵀ Uᵀ Γ + J̄_sᵀ h − Λ_s γ_s,
        v̇ = N_s A⁻¹ Uᵀ Γ + v̇₀,   v̇₀ = −N_s A⁻¹ h − J̄_s γ_s      (A⁻¹ N_sᵀ = N_s A⁻¹).
 3. Prioritized tasks (eqs. 27–31): constraints ≻ CoM ≻ [double support: angular momentum
-   about the CoP line] ≻ swing foot ≻ base orientation ≻ joint posture. With
+   about the CoP line] ≻ bodies outside the support (pose of swing feet and reaching hands;
+   the unified force/position task of a hand pressing on a surface, §V-A: motion along the
+   surface and orientation, and a force row ``body_tasks``) ≻ base orientation ≻ joint
+   posture. With
    Φ* = U N_s A⁻¹ (U N_s)ᵀ and the U N_s-consistent inverse \\overline{U N_s} = A⁻¹(U N_s)ᵀΦ*⁺,
    task k (ẍ_k = J_k v̇ + J̇_k v) has the constrained Jacobian J*_k = J_k \\overline{U N_s}
    (eq. 29), so that ẍ_k = J*_k Φ* Γ + c_k. Recursively, with N*_prec the prioritized null
@@ -28,17 +35,33 @@ step, from the measurement (q, v, wrenches) alone:
    pelvis and torso; an upright base orientation task ahead of it makes the posture consistent.
    Desired task accelerations are PD laws with feed-forward (eq. 59); the posture task is the
    joint coordinates (Γ_posture of eq. 30, last priority).
-4. Internal forces (double support; eqs. 32–43): L* = I − U N_s \\overline{U N_s} = I − Φ*Φ*⁺
+   Computed in whitened coordinates (``control.linalg``): Φ* is positive semi-definite of rank
+   n − 6(n_s − 1) (its null space: the torques that only change internal forces), factored
+   by pivoted Cholesky Φ* = G Gᵀ; with Γ = T y, T = G (GᵀG)⁻¹ (Φ*⁺ = T Tᵀ) the recursion above
+   is the Euclidean one of Ĵ_k = J*_k Φ* T, solved by Cholesky while the tasks do not
+   conflict (eigen-decomposition pseudo-inverses only as a counted fallback). A force row
+   (operational force −F n on a pressing body, F the commanded reaction: reference plus PI
+   on the measured one, ``kp_force``, ``ki_force``) acts through J*ᵀ_{f|prec} F in the null
+   space of the motion tasks and takes its direction from the posture; that body's measured
+   wrench enters the model as a known external force (h ← h − J_bᵀ w_b).
+4. Internal forces (n_s ≥ 2; eqs. 32–43): L* = I − U N_s \\overline{U N_s} = I − Φ*Φ*⁺
    (eq. 33; symmetric here, so equal to I − U N_s (U N_s)⁺), torques Γ = … + L*ᵀ Γ_int (eq. 35),
        F_int = W_int f = J*ᵀ_{i|l} Γ_int + F_int,{t,p} − μ_i − p_i,  J*ᵀ_{i|l} = −W_int J̄_sᵀ Uᵀ L*ᵀ
    (eqs. 38–41 in our sign), inverted by a pseudo-inverse (eq. 42):
        Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p} + μ_i + p_i).
-   F_int uses the coplanar biped model of App. C, eq. 82 (``control.grasp``): tension between
-   the foot CoPs, three tangential CoP moments (zero ⇔ CoPs at the commanded points, i.e. CoP
-   control), two normal moments. Optional PI feedback on the measured wrenches (§IV-E):
+   F_int uses the coplanar biped model of App. C, eq. 82 for two feet (``control.grasp``):
+   tension between the foot CoPs, three tangential CoP moments (zero ⇔ CoPs at the commanded
+   points, i.e. CoP control), two normal moments; for n_s ≥ 3 the general virtual linkage
+   (eqs. 10–17, App. D: 3(n_s − 2) edge tensions, 2 n_s CoP moments, n_s normal moments),
+   its rows chosen when the support changes. Optional PI feedback on the measured wrenches
+   (§IV-E):
        F_int,cmd = F_int,ref + kp_int e + ki_int ∫ e dt,   e = F_int,ref − W_int f_meas,
-   with the integral clamped to ``int_limit`` and reset whenever a stance foot's measured normal
-   force drops below ``min_normal_force`` or the stance changes (anti-windup, §IV-E).
+   with the integral clamped to ``int_limit`` and reset whenever a support body's measured
+   normal force drops below ``min_normal_force`` or the support changes (anti-windup, §IV-E).
+   Transitions (our addition, ``control.contact_set``): after a change of support F_int,ref
+   starts from the internal forces the last applied torques make in the new support and
+   reaches the reference along σ over ``transition_time``; a body being unloaded gets the
+   F_int,ref closest to the reference that gives it the wrench (1 − σ) w₀ (G⁻¹ of eq. 47).
 
    Load-share tension (our addition, ``load_share``): a zero tension reference gives both feet
    the same force along e_12 whatever their normal loads, so a foot that has just landed and
@@ -53,26 +76,36 @@ step, from the measurement (q, v, wrenches) alone:
    force along the foot line (f_k·e_12 = α_k F·e_12 when the reference tension is zero), and
    the commanded tension is a squeeze on top of that split. Standing symmetric (α = ½) it
    adds nothing.
-5. τ clamped to the effort limits.
+5. Torque continuity at a change of support (our addition): the tasks' solution changes with
+   the constrained space, so the difference to the last applied torques at the change decays
+   along σ over ``transition_time`` (measured: ≤ 0.2 N·m per 1 ms step across a hand landing
+   and leaving, against > 60 N·m without, ``test_wbc_multicontact``); a released body's pose
+   target is blended from where it was released. τ clamped to the effort limits.
 
-Discrete-time bounds (checked at construction, dt = control period): a PD task on a double
-integrator under semi-implicit Euler is stable iff 0 < kd·dt < 2 and kp·dt² + 2·kd·dt < 4
-(Jury test on z² − (2 − kp dt² − kd dt) z + 1 − kd dt); the internal-force PI acts on an
-algebraic plant through the one-step-old measurement, e(k) = (1 − kp − ki dt) e(k−1) + kp e(k−2),
-stable iff |kp_int| < 1 and 0 ≤ ki_int dt, 2 kp_int + ki_int dt < 2.
+Gains are checked against their discrete-time stability bounds (``wbc_settings``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
 
 import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim.control.base import Controller, ControlOutput, Measurement
+from biped_contact_sim.control.body_tasks import pose_task_rows, tangents
+from biped_contact_sim.control.contact_set import (
+    ContactTransitions,
+    blend_released,
+    unloading_reference,
+)
 from biped_contact_sim.control.ctc import reference_load_shares
-from biped_contact_sim.control.grasp import ContactAnchor, eq82_spec, grasp_model, spec_labels
+from biped_contact_sim.control.grasp import (
+    ContactAnchor,
+    eq82_spec,
+    grasp_model,
+    spec_labels,
+)
 from biped_contact_sim.control.kernels import (
     linkage,
     point_rows,
@@ -80,82 +113,18 @@ from biped_contact_sim.control.kernels import (
     surface_resultant,
     wrenches_at,
 )
-from biped_contact_sim.control.linalg import cholesky, pinv_psd, psd_factor, psd_whitening, solve
+from biped_contact_sim.control.linalg import (
+    cholesky,
+    internal_force_torques,
+    pinv_psd,
+    psd_factor,
+    psd_whitening,
+    solve,
+)
+from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.errors import ConfigError, InputError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-
-
-@dataclass(frozen=True)
-class WBCSettings:
-    """Settings of the whole-body controller (gains in SI units, per axis).
-
-    Attributes:
-        kp_com, kd_com: CoM PD gains (eq. 59) [1/s², 1/s]. Soft by default (ω = 5 rad/s,
-            ζ = 1): a stiffer CoM moves the ZMP more under a push (ZMP shift ≈ z_G c̈/g).
-        kp_foot, kd_foot: swing-foot pose PD gains [1/s², 1/s].
-        kp_base, kd_base: base (pelvis) orientation PD gains, upright with q0's yaw; kp_base = 0
-            removes the task [1/s², 1/s].
-        kp_posture, kd_posture: joint posture PD gains [1/s², 1/s].
-        kp_int, ki_int: internal-force PI feedback on the measured wrenches (§IV-E) [-, 1/s].
-        int_limit: clamp of each component of the internal-force integral [N or N·m].
-        min_normal_force: a stance foot with less measured normal force counts as lost (the
-            integral is reset, the feedback paused) [N].
-        internal_forces: apply the internal-force controller (eq. 42); if False, the internal
-            forces are whatever the task torques produce (for comparisons).
-        kd_am: damping of the centroidal angular momentum about the line between the feet
-            CoPs (double support; keeps the ZMP on that line, App. B) [1/s].
-        load_share: add the load-share tension (module docstring, step 4; our addition).
-        rcond: relative eigenvalue cutoff of the pseudo-inverses Φ*⁺ and Λ*⁺.
-    """
-
-    kp_com: float = 25.0
-    kd_com: float = 10.0
-    kp_foot: float = 400.0
-    kd_foot: float = 40.0
-    kp_base: float = 100.0
-    kd_base: float = 20.0
-    kp_posture: float = 100.0
-    kd_posture: float = 20.0
-    kp_int: float = 0.0
-    ki_int: float = 20.0
-    int_limit: float = 50.0
-    min_normal_force: float = 5.0
-    internal_forces: bool = True
-    kd_am: float = 5.0
-    load_share: bool = True
-    rcond: float = 1e-8
-
-    def __post_init__(self):
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in ("internal_forces", "load_share"):
-                if not isinstance(value, bool):
-                    raise ConfigError(f"{f.name} = {value!r} must be true or false")
-                continue
-            if not (isinstance(value, (int, float)) and np.isfinite(value)):
-                raise ConfigError(f"{f.name} = {value!r} must be a finite number")
-        if self.kp_base < 0 or self.kd_base < 0:
-            raise ConfigError(f"kp_base, kd_base = {self.kp_base!r}, {self.kd_base!r} must be "
-                              ">= 0")
-        for name in ("kp_com", "kd_com", "kp_foot", "kd_foot", "kp_posture", "kd_posture",
-                     "int_limit", "min_normal_force", "kd_am", "rcond"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} = {getattr(self, name)!r} must be > 0")
-        if not 0.0 <= self.kp_int < 1.0:
-            raise ConfigError(f"kp_int = {self.kp_int!r} must be in [0, 1) (one-step-delayed "
-                              "feedback on an algebraic plant)")
-        if self.ki_int < 0:
-            raise ConfigError(f"ki_int = {self.ki_int!r} must be >= 0")
-
-
-def _check_pd(kp: float, kd: float, dt: float, kp_name: str, kd_name: str) -> None:
-    """Jury bounds of a PD-controlled double integrator under semi-implicit Euler."""
-    if kd * dt >= 2.0:
-        raise ConfigError(f"{kd_name} = {kd!r} must be < 2/dt = {2.0 / dt:g} (dt = {dt:g} s)")
-    if kp * dt * dt + 2.0 * kd * dt >= 4.0:
-        raise ConfigError(f"{kp_name} = {kp!r} must be < (4 − 2·{kd_name}·dt)/dt² = "
-                          f"{(4.0 - 2.0 * kd * dt) / dt ** 2:g} (dt = {dt:g} s)")
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -193,14 +162,13 @@ class WholeBodyController(Controller):
         s = self.settings
         if not (np.isfinite(self.dt) and self.dt > 0):
             raise ConfigError(f"dt = {dt!r} must be > 0")
-        _check_pd(s.kp_com, s.kd_com, self.dt, "kp_com", "kd_com")
-        _check_pd(s.kp_foot, s.kd_foot, self.dt, "kp_foot", "kd_foot")
-        _check_pd(s.kp_posture, s.kd_posture, self.dt, "kp_posture", "kd_posture")
+        check_pd(s.kp_com, s.kd_com, self.dt, "kp_com", "kd_com")
+        check_pd(s.kp_foot, s.kd_foot, self.dt, "kp_foot", "kd_foot")
+        check_pd(s.kp_posture, s.kd_posture, self.dt, "kp_posture", "kd_posture")
         if s.kp_base > 0:
-            _check_pd(s.kp_base, s.kd_base, self.dt, "kp_base", "kd_base")
-        if 2.0 * s.kp_int + s.ki_int * self.dt >= 2.0:
-            raise ConfigError(f"ki_int = {s.ki_int!r} must be < (2 − 2·kp_int)/dt = "
-                              f"{(2.0 - 2.0 * s.kp_int) / self.dt:g} (dt = {self.dt:g} s)")
+            check_pd(s.kp_base, s.kd_base, self.dt, "kp_base", "kd_base")
+        check_pi(s.kp_int, s.ki_int, self.dt, "kp_int", "ki_int")
+        check_pi(s.kp_force, s.ki_force, self.dt, "kp_force", "ki_force")
         self.data = robot.create_data()
         self._bodies = {b.name: b for b in robot.contact_bodies}
         self._order = {b.name: k for k, b in enumerate(robot.contact_bodies)}
@@ -216,12 +184,23 @@ class WholeBodyController(Controller):
         self._stances: dict[tuple[str, ...], tuple] = {}  # reference stance → sorted, bodies
         self._layouts: dict[tuple, tuple] = {}
         self._J6, self._drift6 = np.empty((6, robot.nv)), np.empty(6)
+        self.transitions = ContactTransitions(
+            [b.name for b in robot.contact_bodies], s.add_force, s.release_force,
+            s.unload_time, s.transition_time)
         self.reset()
 
     def reset(self) -> None:
-        """Forget the internal-force integral and the previous stance."""
+        """Forget the integrals, the support set and its transition ramps."""
         self._integral: np.ndarray | None = None
         self._stance: tuple[str, ...] | None = None
+        self._force_integral: dict[str, float] = {}
+        self._f_int_start: np.ndarray | None = None
+        self._unload_w0: dict[str, np.ndarray] = {}
+        self._linkage: tuple | None = None  # (support, spec array, labels) of n_s ≥ 3
+        self._tau_prev: np.ndarray | None = None
+        self._tau_offset: np.ndarray | None = None
+        self._released: dict[str, tuple] = {}  # name → (t, p, R) at its release
+        self.transitions.reset()
 
     # ------------------------------------------------------------------ kinematics
     def _body(self, name: str):
@@ -271,7 +250,7 @@ class WholeBodyController(Controller):
 
         Raises:
             InputError: q or v has the wrong length, or a reference has the wrong size.
-            ConfigError: the reference names an unknown foot.
+            ConfigError: the reference names an unknown contact body.
         """
         robot, model, data, s = self.robot, self.robot.model, self.data, self.settings
         q, v = meas.q, meas.v
@@ -282,8 +261,17 @@ class WholeBodyController(Controller):
         if q.shape != (robot.nq,) or v.shape != (robot.nv,):
             raise InputError(f"measurement: q must have length {robot.nq} and v {robot.nv}; "
                              f"got {q.shape} and {v.shape}")
-        ref = self.behavior.reference(meas.t)
-        stance, bodies = self._stance_of(ref.stance)
+        t = meas.t
+        ref = self.behavior.reference(t)
+        requested, _ = self._stance_of(ref.stance)
+        previous = self.transitions.support
+        stance = self.transitions.update(t, requested, meas.wrenches)
+        stance, bodies = self._stance_of(stance)
+        if self.transitions.changed and previous and s.transition_time > 0.0:
+            pin.framesForwardKinematics(model, data, q)
+            for name in set(previous) - set(stance):  # its pose task starts where it is
+                oMs = data.oMf[self._bodies[name].frame_id]
+                self._released[name] = (t, oMs.translation.copy(), oMs.rotation.copy())
         measured, cops = self._measured(meas, stance)
         n = robot.n_joints
         for x in (ref.q_joints, ref.v_joints, ref.a_joints):
@@ -308,6 +296,28 @@ class WholeBodyController(Controller):
         J_com = pin.jacobianCenterOfMass(model, data, False)
         com = pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False).copy()
         com_vel, com_drift = data.vcom[0].copy(), data.acom[0]
+
+        # Bodies outside the support with a task: pose targets (swing feet, reaching hands; a
+        # requested body not yet loaded keeps its target, or is damped), force/position tasks.
+        pose_tasks, force_tasks = [], []
+        for name in requested:
+            if name not in stance:
+                pose_tasks.append((self._bodies[name], ref.feet.get(name)))
+        for name, target in ref.feet.items():
+            if name in stance or name in requested:
+                continue
+            body = self._body(name)
+            (force_tasks if target.normal is not None else pose_tasks).append((body, target))
+        # The measured wrench of a body under a force task acts on the robot: a known external
+        # force, h ← h − J_bᵀ w_b (world, about the body frame's origin). Not for a body under
+        # a pose task (one pressing towards a surface it is asked to join): its task would then
+        # cancel the reaction it causes, and the reaction grow step after step.
+        for body, _ in force_tasks:
+            w = meas.wrenches.get(body.name)
+            if w is not None and w[2] > 0.0:
+                R = data.oMf[body.frame_id].rotation
+                J = pin.getFrameJacobian(model, data, body.frame_id, LWA)
+                h -= dot(J[:3].T, dot(R, w[:3])) + dot(J[3:].T, dot(R, w[3:]))
 
         # 1. Support Jacobian at the commanded CoPs (eq. 18) and its drift.
         anchors = np.empty((n_s, 3))
@@ -363,31 +373,29 @@ class WholeBodyController(Controller):
         BT = dot(B, T)  # (nv, r): task k's Ĵ_k = J_k N_s A⁻¹ Uᵀ T = J_k BT
 
         # Virtual-linkage model at the commanded CoPs (App. C eq. 82 for two feet, eqs. 12–17
-        # otherwise).
+        # for more; rebuilt at every change of support, its rows refilled every step).
         W_com = W_int = labels = None
         grasp_name = None
-        if n_s == 2:
-            W_com = np.empty((6, 12))
+        if n_s >= 2:
+            W_com = np.empty((6, 6 * n_s))
             surface_resultant(anchors, com, W_com)
-            spec_arr, labels = self._eq82_layout(stance, anchors, rotations)
-            W_int = np.empty((6, 12))
-            if not linkage(spec_arr, anchors, rotations, _OFFSETS2, W_int):
-                raise InputError("the two commanded CoPs coincide: no tension line")
-            grasp_name = "eq82"
-        elif n_s > 2:
-            grasp = grasp_model([ContactAnchor(P, R, "6d", b.name)
-                                 for P, R, b in zip(anchors, rotations, bodies, strict=True)],
-                                com)
-            W_com, W_int, labels, grasp_name = grasp.W_com, grasp.W_int, grasp.labels, grasp.model
+            if n_s == 2:
+                spec_arr, labels = self._eq82_layout(stance, anchors, rotations)
+                grasp_name = "eq82"
+            else:
+                spec_arr, labels = self._general_layout(stance, anchors, rotations, com)
+                grasp_name = "general"
+            W_int = np.empty((len(spec_arr), 6 * n_s))
+            if not linkage(spec_arr, anchors, rotations, self._offsets(n_s), W_int):
+                raise InputError("two commanded CoPs coincide: no tension line between them")
 
         # 3. Prioritized tasks (eqs. 27–31), each ẍ_k = Φ_k Γ + c_k, in the whitened
         # coordinates y of Γ = T y: ẍ_k = Ĵ_k y + c_k (``control.linalg.prioritized``). The
         # operational tasks are stacked as rows J_k of J_up (nv columns), Ĵ_k = J_k BT and
         # c_k = J_k v̇₀ + γ_k; the angular-momentum row is not a J_k-task and comes apart.
-        feet = [(f, t) for f, t in ref.feet.items() if f not in stance]
         am = grasp_name == "eq82"
         sizes = ([3] if ref.com is not None else []) + ([1] if am else []) \
-            + [6] * len(feet) + ([3] if s.kp_base > 0 else [])
+            + [6] * len(pose_tasks) + [5] * len(force_tasks) + ([3] if s.kp_base > 0 else [])
         m_up = sum(sizes)
         J_up = np.empty((m_up, nv))
         e_up = np.empty(m_up)  # ẍ_des − J̇ v, then − J_k v̇₀
@@ -408,19 +416,26 @@ class WholeBodyController(Controller):
         i_am = i
         if am:
             i += 1  # filled below, after Ĵ of the J_k-tasks
-        for foot, target in feet:
-            body = self._body(foot)
-            oMs = data.oMf[body.frame_id]
-            drift = np.empty(6)
-            self._frame_rows(body.frame_id, v, _ZERO3, J_up[i:i + 6], drift)
-            w = pin.getFrameVelocity(model, data, body.frame_id, LWA).vector
-            R_ref = pin.rpy.rpyToMatrix(0.0, 0.0, float(target.yaw))
-            e_rot = pin.log3(dot(R_ref, oMs.rotation.T))
-            e_up[i:i + 3] = target.a + s.kd_foot * (target.v - w[:3]) + s.kp_foot * (
-                target.p - oMs.translation)
-            e_up[i + 3:i + 6] = s.kp_foot * e_rot - s.kd_foot * w[3:]
-            e_up[i:i + 6] -= drift
+        for body, target in pose_tasks:
+            self._pose_task(body, self._blend(body.name, target, t), v, J_up[i:i + 6],
+                            e_up[i:i + 6])
             i += 6
+        J_force = np.empty((len(force_tasks), nv))
+        F_force = np.empty(len(force_tasks))
+        force_info = {}
+        for k, (body, target) in enumerate(force_tasks):
+            J6, e6 = np.empty((6, nv)), np.empty(6)
+            self._pose_task(body, self._blend(body.name, target, t), v, J6, e6)
+            n_hat = np.asarray(target.normal, float)
+            n_hat = n_hat / np.sqrt(dot(n_hat, n_hat))
+            tangent = tangents(n_hat)
+            J_up[i:i + 2] = dot(tangent, J6[:3])  # motion along the surface (§V-A)
+            e_up[i:i + 2] = dot(tangent, e6[:3])
+            J_up[i + 2:i + 5] = J6[3:]
+            e_up[i + 2:i + 5] = e6[3:]
+            i += 5
+            J_force[k] = dot(n_hat, J6[:3])
+            F_force[k], force_info[body.name] = self._normal_force(body, target, n_hat, meas, data)
         if s.kp_base > 0:
             # Base (pelvis) orientation held at q0's (posture part of eq. 31): keeps the joint
             # posture task, which cannot be met exactly in support, from pitching the body.
@@ -462,8 +477,9 @@ class WholeBodyController(Controller):
         if ref.a_joints is not None:
             e_post += ref.a_joints
         e_post -= a0[vi]
-        # posture: J = U, Ĵ = Φ* T = G
-        y, levels = prioritized(Jh_up, e_up, np.array(sizes, dtype=np.int64), G, e_post, rcond)
+        # Force rows push the body into its surface: operational force −F n on the body.
+        y, levels = prioritized(Jh_up, e_up, np.array(sizes, dtype=np.int64), G, e_post, rcond,
+                                dot(J_force, BT), -F_force)
         fallbacks += levels
         tau = dot(T, y)
 
@@ -473,11 +489,11 @@ class WholeBodyController(Controller):
         if W_int is not None:
             m_int = W_int.shape[0]
             if ref.internal is None:
-                f_int_ref = np.zeros(m_int)
+                f_int_user = np.zeros(m_int)
             else:
-                f_int_ref = np.array(ref.internal, float)
-                if f_int_ref.shape != (m_int,):
-                    raise InputError(f"internal-force reference has shape {f_int_ref.shape}; "
+                f_int_user = np.array(ref.internal, float)
+                if f_int_user.shape != (m_int,):
+                    raise InputError(f"internal-force reference has shape {f_int_user.shape}; "
                                      f"the {grasp_name} model has {m_int} rows: "
                                      + ", ".join(labels))
             contact_ok = measured is not None
@@ -488,15 +504,32 @@ class WholeBodyController(Controller):
             if self._stance != stance or self._integral is None \
                     or self._integral.shape != (m_int,) or not contact_ok:
                 self._integral = np.zeros(m_int)  # anti-windup: reset when a contact is lost
+            if self.transitions.changed:
+                # The ramp starts from the internal forces the last applied torques make in
+                # the new support (eq. 20): the torques' internal part stays continuous, and a
+                # contact's impact impulse, measured at the step it lands, is not commanded.
+                self._f_int_start = (None if self._tau_prev is None
+                                     else dot(W_int, f0 - dot(D, self._tau_prev)))
+            ramp = self.transitions.ramp(t)
+            start = self._f_int_start
+            if ramp < 1.0 and start is not None and start.shape == (m_int,):
+                f_int_ref = start + ramp * (f_int_user - start)
+            else:
+                f_int_ref = f_int_user
+            f_task = f0 - dot(D, tau)  # contact wrenches the tasks command (eq. 20)
+            unloading = self._unloading_targets(t, stance, f_task, f0, D)
             alpha = None
-            if s.load_share and n_s == 2:
+            if unloading:
+                f_int_ref = unloading_reference(unloading, W_com, W_int, f_task,
+                                                      f_int_ref)
+            elif s.load_share and n_s == 2:
                 centres = [origins[k] + dot(rotations[k], self._sole_centre[b.name])
                            for k, b in enumerate(bodies)]
                 alpha = reference_load_shares(ref, stance, centres, self._g)
-            f_task = f0 - dot(D, tau)  # contact wrenches the tasks command (eq. 20)
             if alpha is not None:
                 # F·e_12 with F = Σ f_k: the tension row W_int[0] is e_12 on f_1, −e_12 on f_2
                 F_e12 = dot(W_int[0, :3], f_task[:3] + f_task[6:9])
+                f_int_ref = f_int_ref.copy()
                 f_int_ref[0] += (alpha[0] - alpha[1]) * F_e12
             info["load_share"] = alpha
             f_int_cmd = f_int_ref.copy()
@@ -506,27 +539,31 @@ class WholeBodyController(Controller):
                 np.clip(self._integral, -s.int_limit, s.int_limit, out=self._integral)
                 f_int_cmd += s.kp_int * e + self._integral
             if s.internal_forces:
-                # Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p}) (eq. 42) with
-                # J*ᵀ_{i|l} = −A L*, A = W_int J̄_sᵀ Uᵀ (eq. 39, our sign), L* = I − G Tᵀ the
-                # orthogonal projector on the null space of Φ* (eq. 33). A L* has full row
-                # rank when every internal force is controllable, so the pseudo-inverse is
-                # −L* Aᵀ (A L* Aᵀ)⁻¹, a Cholesky solve.
-                A_i = dot(W_int, D)
-                AL = A_i - dot(dot(A_i, G), T.T)
-                rhs = f_int_cmd - dot(W_int, f_task)  # F_int,{t,p} − μ_i − p_i (eqs. 40–41)
-                C = cholesky(dot(AL, A_i.T), 1e-10)
-                if C is not None:
-                    tau -= dot(AL.T, solve(C, rhs))
-                else:  # an uncontrollable internal force: the SVD pseudo-inverse
-                    fallbacks += 1
-                    tau -= dot(np.linalg.pinv(AL, rcond=1e-10), rhs)
+                # Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p}) (eq. 42)
+                d_tau, fallback = internal_force_torques(W_int, D, G, T, f_int_cmd, f_task)
+                tau += d_tau
+                fallbacks += fallback
         else:
             self._integral = None
         self._stance = stance
 
+        # Torque continuity across a change of support (our addition, ``contact_set``): the
+        # tasks' solution changes with the constrained space, so the offset to the last
+        # applied torques at the change decays along σ over ``transition_time``.
+        if self.transitions.changed and self._tau_prev is not None \
+                and s.transition_time > 0.0:
+            self._tau_offset = self._tau_prev - tau
+        if self._tau_offset is not None:
+            ramp = self.transitions.ramp(t)
+            if ramp < 1.0:
+                tau = tau + (1.0 - ramp) * self._tau_offset
+            else:
+                self._tau_offset = None
+
         # 5. Saturation and diagnostics.
         limit = robot.effort_limit
         tau_cmd = np.minimum(np.maximum(tau, -limit), limit)
+        self._tau_prev = tau_cmd
         info["com"] = com
         info["com_vel"] = com_vel
         if ref.com is None:
@@ -538,6 +575,11 @@ class WholeBodyController(Controller):
         info["saturated"] = int(np.count_nonzero(tau != tau_cmd))
         info["fallbacks"] = fallbacks
         info["stance"] = stance
+        if stance != requested or self.transitions.stuck:
+            info["requested_stance"] = requested
+            info["stuck"] = self.transitions.stuck
+        if force_info:
+            info["force_tasks"] = force_info
         info["cop_refs"] = anchors
         if n_s:
             f_pred = f0 - dot(D, tau_cmd)  # eq. 20 at the applied torques
@@ -562,6 +604,80 @@ class WholeBodyController(Controller):
                 info["tension"] = float(info["f_int"][0])
         return ControlOutput(tau_cmd, info)
 
+    # ------------------------------------------------------------------ task helpers
+    def _blend(self, name: str, target, t: float):
+        """A released body's pose target, blended from its pose at the release
+        (``contact_set.blend_released``); the reference's own otherwise."""
+        released = self._released.get(name)
+        if released is None or target is None:
+            return target
+        blended = blend_released(released, target, t, self.settings.transition_time)
+        if blended is None:
+            del self._released[name]
+            return target
+        return blended
+
+    def _pose_task(self, body, target, v: np.ndarray, J_out: np.ndarray,
+                   e_out: np.ndarray) -> None:
+        s = self.settings
+        pose_task_rows(self.robot.model, self.data, body.frame_id, v, target, s.kp_foot,
+                       s.kd_foot, J_out, e_out)
+
+    def _normal_force(self, body, target, n_hat: np.ndarray, meas: Measurement,
+                      data) -> tuple[float, tuple[float, float, float]]:
+        """F of a unified force/position task: the commanded normal reaction, the reference
+        plus PI feedback on the measured one (``kp_force``, ``ki_force``; the integral is
+        reset while the body carries less than ``min_normal_force``). Returns (F, (reference,
+        measured, F))."""
+        s = self.settings
+        F_ref = float(target.force)
+        w = meas.wrenches.get(body.name)
+        F_meas = float("nan")
+        F = F_ref
+        if w is not None:
+            F_meas = float(np.dot(n_hat, np.dot(data.oMf[body.frame_id].rotation, w[:3])))
+        if w is not None and F_meas >= s.min_normal_force:
+            e = F_ref - F_meas
+            integral = self._force_integral.get(body.name, 0.0) + s.ki_force * self.dt * e
+            integral = min(max(integral, -s.int_limit), s.int_limit)
+            self._force_integral[body.name] = integral
+            F += s.kp_force * e + integral
+        else:
+            self._force_integral.pop(body.name, None)
+        return F, (F_ref, F_meas, F)
+
+    # ------------------------------------------------------------------ internal forces
+    def _offsets(self, n_s: int) -> np.ndarray:
+        return np.arange(n_s, dtype=np.int64) * 6
+
+    def _general_layout(self, stance, anchors, rotations, com) -> tuple[np.ndarray, tuple]:
+        """Row specs and labels of the n_s ≥ 3 virtual linkage (``grasp.grasp_model``'s
+        general model), chosen when the support changes and kept while it lasts."""
+        if self._linkage is None or self._linkage[0] != stance:
+            grasp = grasp_model([ContactAnchor(P, R, "6d", name) for P, R, name
+                                 in zip(anchors, rotations, stance, strict=True)], com)
+            self._linkage = (stance, np.array(grasp.spec, dtype=np.int64).reshape(-1, 3),
+                             grasp.labels)
+        return self._linkage[1], self._linkage[2]
+
+    def _unloading_targets(self, t: float, stance, f_task: np.ndarray, f0: np.ndarray,
+                           D: np.ndarray) -> dict[int, np.ndarray]:
+        """Target wrenches (world, about the anchor) of the stance bodies being unloaded:
+        (1 − σ) w₀, w₀ their wrench under the last applied torques when the unloading started
+        (``control.contact_set``)."""
+        tau_prev = self._tau_prev
+        out = {}
+        for k, name in enumerate(stance):
+            sigma = self.transitions.unload_fraction(name, t)
+            if sigma is None:
+                self._unload_w0.pop(name, None)
+                continue
+            if name not in self._unload_w0:  # the wrench the last torques make (eq. 20)
+                source = f_task if tau_prev is None else f0 - np.dot(D, tau_prev)
+                self._unload_w0[name] = source[6 * k:6 * k + 6].copy()
+            out[k] = (1.0 - sigma) * self._unload_w0[name]
+        return out
+
     def _measured(self, meas: Measurement, stance) -> tuple[np.ndarray | None, np.ndarray]:
         """Measured sole wrenches of the stance bodies, (n_s, 6), or None if one is missing or
         carries less than ``min_normal_force``; and their CoPs in the sole frames
@@ -580,6 +696,6 @@ class WholeBodyController(Controller):
 
 
 _ZERO3 = np.zeros(3)
-_OFFSETS2 = np.array([0, 6], dtype=np.int64)
+
 
 __all__ = ["WBCSettings", "WholeBodyController"]

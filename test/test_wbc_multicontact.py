@@ -1,0 +1,318 @@
+"""Multi-contact whole-body control on the humanoid (Sentis et al. §III–V), against pinocchio's
+dynamics with the contacts held as constraints (the simulator cannot collide hands yet).
+
+* three contacts (feet and a hand on a table): the commanded CoM acceleration and all 12
+  internal forces F_int = F_int,ref (eq. 43) hold exactly under rigid contacts (an independent
+  KKT solve of M v̇ − J_cᵀ f = Sᵀτ − h, J_c v̇ = −J̇_c v); internal-force commands leave the
+  net contact wrench and the accelerations unchanged;
+* the unified force/position task (§V-A): a hand sliding on a frictionless vertical panel
+  presses with the commanded normal force while it tracks its tangential motion;
+* contact transitions: a hand lowered onto a table joins the support when its measured force
+  passes the threshold, is unloaded before it leaves, and the torques stay continuous.
+
+The closed loops integrate the rigid-contact dynamics at the velocity level (semi-implicit
+Euler with bilateral constraints, J_c v⁺ = 0 through the KKT system); the wrenches the
+controller reads are the constraint impulses divided by dt, in the body frames.
+"""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from biped_contact_sim.control import Behavior, FootTarget, Measurement, Reference, make_controller
+from biped_contact_sim.control.grasp import ContactAnchor, grasp_model
+from biped_contact_sim.robot import RobotModel
+
+DT = 1e-3
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+FEET = ("left_foot", "right_foot")
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return RobotModel.load("humanoid")
+
+
+def _arm_forward(robot, q, side, pitch=-0.9, elbow=-0.6):
+    """q with one arm reaching forward, palm level (shoulder + elbow + wrist pitches = 0)."""
+    q = q.copy()
+    for name, value in ((f"{side}_shoulder_pitch", pitch), (f"{side}_elbow", elbow),
+                        (f"{side}_wrist_pitch", -pitch - elbow), (f"{side}_shoulder_roll", 0.0)):
+        q[robot.q_idx[robot.actuated_joint_names.index(name)]] = value
+    return q
+
+
+class _Fixed(Behavior):
+    name = "fixed"
+
+    def __init__(self, ref):
+        self.ref = ref
+
+    def reference(self, t):
+        return self.ref
+
+
+class _Schedule(Behavior):
+    """References from a function of time."""
+
+    name = "schedule"
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def reference(self, t):
+        return self.fn(t)
+
+
+def _constraint_rows(robot, data, q, v, constraints):
+    """Stacked constraint Jacobian and drift J̇ v of {body: None (6-D) | normal (1-D)}."""
+    model = robot.model
+    pin.computeJointJacobians(model, data, q)
+    pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
+    pin.updateFramePlacements(model, data)
+    bodies = {b.name: b for b in robot.contact_bodies}
+    J, g = [], []
+    for name, normal in constraints.items():
+        fid = bodies[name].frame_id
+        Jf = pin.getFrameJacobian(model, data, fid, LWA)
+        acc = pin.getFrameClassicalAcceleration(model, data, fid, LWA).vector
+        if normal is None:
+            J.append(Jf)
+            g.append(acc)
+        else:
+            J.append(normal[None] @ Jf[:3])
+            g.append(np.array([normal @ acc[:3]]))
+    return np.vstack(J), np.concatenate(g)
+
+
+def _kkt(robot, q, v, tau, constraints):
+    """Rigid-contact accelerations and reactions (world, at the body frames): an independent
+    solve of M v̇ − J_cᵀ f = Sᵀτ − h, J_c v̇ = −J̇_c v."""
+    model, data = robot.model, robot.create_data()
+    M = pin.crba(model, data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    h = pin.nonLinearEffects(model, data, q, v)
+    J, gamma = _constraint_rows(robot, data, q, v, constraints)
+    k = len(J)
+    K = np.block([[M, -J.T], [J, np.zeros((k, k))]])
+    sol = np.linalg.solve(K, np.concatenate([robot.S.T @ tau - h, -gamma]))
+    return sol[:model.nv], sol[model.nv:], data
+
+
+class _Harness:
+    """Velocity-level rigid-contact integration (module docstring)."""
+
+    def __init__(self, robot, q, v=None):
+        self.robot, self.q = robot, q.copy()
+        self.v = np.zeros(robot.nv) if v is None else v.copy()
+        self.data = robot.create_data()
+        self.constraints: dict = {}
+        self.wrenches: dict = {}
+        self.t = 0.0
+
+    def step(self, tau):
+        robot, model, data = self.robot, self.robot.model, self.data
+        M = pin.crba(model, data, self.q)
+        M = np.triu(M) + np.triu(M, 1).T
+        h = pin.nonLinearEffects(model, data, self.q, self.v)
+        rhs = M @ self.v + DT * (robot.S.T @ tau - h)
+        self.wrenches = {}
+        if self.constraints:
+            J, _ = _constraint_rows(robot, data, self.q, self.v, self.constraints)
+            k = len(J)
+            K = np.block([[M, -J.T], [J, np.zeros((k, k))]])
+            sol = np.linalg.solve(K, np.concatenate([rhs, np.zeros(k)]))
+            self.v, lam = sol[:model.nv], sol[model.nv:] / DT
+            i = 0
+            for name, normal in self.constraints.items():
+                fid = next(b.frame_id for b in robot.contact_bodies if b.name == name)
+                R = data.oMf[fid].rotation
+                if normal is None:
+                    f, m = lam[i:i + 3], lam[i + 3:i + 6]
+                    i += 6
+                else:
+                    f, m = lam[i] * normal, np.zeros(3)
+                    i += 1
+                self.wrenches[name] = np.concatenate([R.T @ f, R.T @ m])
+        else:
+            self.v = np.linalg.solve(M, rhs)
+        self.q = pin.integrate(model, self.q, DT * self.v)
+        self.t += DT
+
+    def frame(self, name):
+        fid = next(b.frame_id for b in self.robot.contact_bodies if b.name == name)
+        pin.framesForwardKinematics(self.robot.model, self.data, self.q)
+        return self.data.oMf[fid]
+
+    def measurement(self):
+        return Measurement(self.t, self.q, self.v, dict(self.wrenches))
+
+
+def _internal_at_anchors(robot, data, f, stance, com):
+    """F_int of KKT wrenches (world, at the body frames) with anchors at the contact centres."""
+    anchors, rows = [], []
+    bodies = {b.name: b for b in robot.contact_bodies}
+    for k, name in enumerate(stance):
+        b = bodies[name]
+        oMs = data.oMf[b.frame_id]
+        P = oMs.translation + oMs.rotation @ (0.5 * (b.offsets.min(0) + b.offsets.max(0)))
+        fk, mk = f[6 * k:6 * k + 3], f[6 * k + 3:6 * k + 6]
+        rows.append(np.concatenate([fk, mk - np.cross(P - oMs.translation, fk)]))
+        anchors.append(ContactAnchor(P, oMs.rotation, name=name))
+    g = grasp_model(anchors, com)
+    return g, g.internal(np.concatenate(rows))
+
+
+def _net_wrench(robot, data, f, stance, point):
+    """[Σ f_k; Σ (o_k − point) × f_k + m_k] of wrenches at the body frames o_k."""
+    bodies = {b.name: b for b in robot.contact_bodies}
+    net = np.zeros(6)
+    for k, name in enumerate(stance):
+        o = data.oMf[bodies[name].frame_id].translation
+        net[:3] += f[6 * k:6 * k + 3]
+        net[3:] += np.cross(o - point, f[6 * k:6 * k + 3]) + f[6 * k + 3:6 * k + 6]
+    return net
+
+
+# ---------------------------------------------------------------- three contacts, exact
+def test_three_contacts_internal_forces_exact(robot):
+    """Feet and the left hand held rigidly: CoM acceleration and the 12 internal forces of the
+    general virtual linkage (3 tensions, 6 CoP moments, 3 normal moments) are those commanded
+    (eq. 43); a second command with other internal forces changes neither the net contact
+    wrench nor the accelerations."""
+    q0 = _arm_forward(robot, robot.standing_configuration(), "l")
+    stance = (*FEET, "left_hand")
+    rng = np.random.default_rng(2)
+    data = robot.create_data()
+    J, _ = _constraint_rows(robot, data, q0, np.zeros(robot.nv), dict.fromkeys(stance))
+    v = (np.eye(robot.nv) - np.linalg.pinv(J) @ J) @ rng.normal(size=robot.nv) * 0.05
+    com = pin.centerOfMass(robot.model, data, q0).copy()
+    outs = []
+    for f_ref in (np.zeros(12), rng.normal(size=12) * np.r_[[10.0] * 3, [1.0] * 9]):
+        ref = Reference(stance=stance, com=com + np.array([0.01, -0.01, 0.0]), com_vel=np.zeros(3),
+                        com_acc=np.zeros(3), q_joints=q0[robot.q_idx], internal=f_ref)
+        ctrl = make_controller("wbc", robot, _Fixed(ref), DT, ki_int=0.0)
+        out = ctrl.compute(Measurement(0.0, q0, v, {}))
+        assert out.info["saturated"] == 0 and out.info["fallbacks"] == 0
+        assert len(out.info["f_int_labels"]) == 12
+        a, f, kdata = _kkt(robot, q0, v, out.tau, dict.fromkeys(stance))
+        pin.centerOfMass(robot.model, kdata, q0, v, a)
+        s = ctrl.settings
+        a_des = s.kp_com * (ref.com - kdata.com[0]) - s.kd_com * kdata.vcom[0]
+        np.testing.assert_allclose(kdata.acom[0], a_des, atol=1e-8)
+        g, f_int = _internal_at_anchors(robot, kdata, f, stance, kdata.com[0])
+        assert g.labels == out.info["f_int_labels"]
+        np.testing.assert_allclose(f_int, f_ref, atol=1e-6)
+        outs.append((a, _net_wrench(robot, kdata, f, stance, com)))
+    np.testing.assert_allclose(outs[0][0], outs[1][0], atol=1e-8)  # same accelerations
+    np.testing.assert_allclose(outs[0][1], outs[1][1], atol=1e-6)  # same net wrench
+
+
+# ---------------------------------------------------------------- unified force/position task
+def test_hand_presses_a_panel_while_sliding(robot):
+    """Feet and left hand in support; the right hand on a frictionless vertical panel (normal
+    +y, held along its normal only) is commanded 60 N of normal force while it slides 4 cm
+    back and forth along the panel: the panel's reaction tracks 60 N, the hand its path."""
+    q0 = _arm_forward(robot, robot.standing_configuration(), "l")
+    q0[robot.q_idx[robot.actuated_joint_names.index("r_shoulder_roll")]] = -1.5
+    sim = _Harness(robot, q0)
+    normal = np.array([0.0, 1.0, 0.0])
+    sim.constraints = {"left_foot": None, "right_foot": None, "left_hand": None,
+                       "right_hand": normal}
+    palm0 = sim.frame("right_hand")
+    p0, R0 = palm0.translation.copy(), palm0.rotation.copy()
+    com0 = pin.centerOfMass(robot.model, sim.data, q0).copy()
+    w = 2 * np.pi / 1.5
+
+    def reference(t):
+        path = 0.02 * np.array([np.sin(w * t), 0.0, 0.0])
+        target = FootTarget(p0 + path, 0.02 * w * np.array([np.cos(w * t), 0.0, 0.0]),
+                            -w * w * path, rotation=R0, normal=normal, force=60.0)
+        return Reference(stance=(*FEET, "left_hand"), com=com0, com_vel=np.zeros(3),
+                         com_acc=np.zeros(3), q_joints=q0[robot.q_idx],
+                         feet={"right_hand": target})
+
+    ctrl = make_controller("wbc", robot, _Schedule(reference), DT)
+    forces, slide, com_err = [], [], []
+    for _ in range(1500):
+        out = ctrl.compute(sim.measurement())
+        sim.step(out.tau)
+        assert out.info["saturated"] == 0
+        if sim.t > 0.5:
+            forces.append(sim.wrenches["right_hand"][2])  # palm z = panel normal
+            ref = reference(sim.t)
+            slide.append(np.linalg.norm((sim.frame("right_hand").translation
+                                         - ref.feet["right_hand"].p)[[0, 2]]))
+            com_err.append(np.linalg.norm(out.info["com"] - com0))
+    assert abs(np.mean(forces) - 60.0) < 0.5 and np.max(np.abs(np.subtract(forces, 60))) < 2.0
+    assert max(slide) < 3e-3 and max(com_err) < 3e-3
+
+
+# ---------------------------------------------------------------- contact transitions
+TRANSITIONS = dict(add_force=10.0, release_force=5.0, unload_time=0.3, transition_time=0.2)
+
+
+def _lean_and_release(robot, **settings):
+    """Feet support; the left hand is lowered onto a table 2 cm below it (reached at rest at
+    0.5 s), asked into support and pressed (its target 3 cm into the table) from 0.5 s, takes
+    load while the CoM shifts 2 cm towards it (0.8–1.2 s), then is dropped from the stance at
+    1.4 s and lifted 3 cm. Returns per-step (t, τ, stance, left-hand normal force)."""
+    q0 = _arm_forward(robot, robot.standing_configuration(), "l")
+    sim = _Harness(robot, q0)
+    sim.constraints = {"left_foot": None, "right_foot": None}
+    palm0 = sim.frame("left_hand")
+    p0, R0 = palm0.translation.copy(), palm0.rotation.copy()
+    table_z = p0[2] - 0.02
+    com0 = pin.centerOfMass(robot.model, sim.data, q0).copy()
+
+    def smooth(x):
+        x = min(max(x, 0.0), 1.0)
+        return x * x * x * (10 - 15 * x + 6 * x * x)
+
+    def reference(t):
+        depth = 0.02 * smooth(t / 0.5) + 0.03 * smooth((t - 0.5) / 0.3)
+        if t >= 1.4:
+            depth = 0.05 - 0.08 * smooth((t - 1.4) / 0.5)
+        stance = (*FEET, "left_hand") if 0.5 <= t < 1.4 else FEET
+        com = com0 + np.array([0.0, 0.02 * smooth((t - 0.8) / 0.4), 0.0])
+        return Reference(stance=stance, com=com, com_vel=np.zeros(3), com_acc=np.zeros(3),
+                         q_joints=q0[robot.q_idx],
+                         feet={"left_hand": FootTarget(p0 - [0.0, 0.0, depth], np.zeros(3),
+                                                       np.zeros(3), rotation=R0)})
+
+    ctrl = make_controller("wbc", robot, _Schedule(reference), DT, **settings)
+    log = []
+    for _ in range(2300):
+        out = ctrl.compute(sim.measurement())
+        hand = "left_hand" in sim.constraints
+        if not hand and sim.t < 1.4 and sim.frame("left_hand").translation[2] <= table_z:
+            sim.constraints["left_hand"] = None  # touched: plastic contact, held from now on
+        elif hand and "left_hand" not in out.info["stance"] and sim.t >= 1.4:
+            del sim.constraints["left_hand"]  # released by the controller
+        sim.step(out.tau)
+        f_n = sim.wrenches.get("left_hand", np.zeros(6))[2]
+        log.append((sim.t, out.tau.copy(), out.info["stance"], f_n))
+    return log
+
+
+def test_hand_contact_added_loaded_unloaded_removed_with_continuous_torques(robot):
+    """The hand joins the support once its measured normal force passes 10 N (at its landing
+    impulse), takes load while the CoM shifts, is unloaded over 0.3 s before leaving (below
+    5 N), and the torque change per 1 ms step around either transition stays below 1 N·m —
+    the bound of the transitions; with none (added and dropped at once, no ramps) the same
+    motion jumps by more than 30 N·m."""
+    log = _lean_and_release(robot, **TRANSITIONS)
+    stances = [s for _, _, s, _ in log]
+    added = next(k for k, s in enumerate(stances) if "left_hand" in s)
+    removed = next(k for k in range(added, len(log)) if "left_hand" not in stances[k])
+    assert log[added - 1][3] >= 10.0 or log[added][3] >= 10.0
+    assert log[removed - 1][3] < 5.0 and log[removed][0] >= 1.4
+    assert max(f for _, _, s, f in log if "left_hand" in s) > 30.0  # it carried load
+    jumps = np.array([np.abs(log[k][1] - log[k - 1][1]).max() for k in range(1, len(log))])
+    near = np.zeros(len(jumps), bool)
+    for k in (added, removed):
+        near[max(k - 5, 0):k + 5] = True
+    assert jumps[near].max() < 1.0
+    abrupt = _lean_and_release(robot, add_force=10.0)
+    assert max(np.abs(abrupt[k][1] - abrupt[k - 1][1]).max() for k in range(1, len(abrupt))) \
+        > 30.0
