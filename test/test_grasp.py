@@ -105,7 +105,8 @@ def test_general_model_of_two_feet_is_eq82(feet):
 def test_four_coplanar_contacts_add_a_normal_force():
     """Feet on the ground and both hands on a table, symmetric: the four anchors lie in one
     plane, whose normal forces form an internal mode no tension measures. The model keeps 5 of
-    the 6 tensions and one normal force instead; G stays invertible (rank 24)."""
+    the 6 tensions and an out-of-plane squeeze instead (orthogonal to the resultant); G stays
+    invertible (rank 24)."""
     hands = [ContactAnchor([0.45, 0.25, 0.8], name="lh"), ContactAnchor([0.45, -0.25, 0.8],
                                                                          name="rh")]
     anchors = [*FEET, *hands]
@@ -114,7 +115,9 @@ def test_four_coplanar_contacts_add_a_normal_force():
     g = grasp_model(anchors, COM)
     assert g.W_int.shape == (18, 24) and np.linalg.matrix_rank(g.G) == 24
     assert sum(lab.startswith("tension") for lab in g.labels) == 5
-    assert sum(lab.startswith("f_n") for lab in g.labels) == 1
+    assert sum(lab.startswith("f_out_of_plane") for lab in g.labels) == 1
+    k = next(i for i, lab in enumerate(g.labels) if lab.startswith("f_out_of_plane"))
+    np.testing.assert_allclose(g.W_com @ g.W_int[k], 0.0, atol=1e-12)  # a pure internal mode
     Z = _null_space(g.W_com)
     assert np.linalg.matrix_rank(g.W_int @ Z) == 18
 

@@ -19,8 +19,16 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from biped_contact_sim.control import Behavior, FootTarget, Measurement, Reference, make_controller
+from biped_contact_sim.control import (
+    Behavior,
+    FootTarget,
+    Measurement,
+    Reference,
+    make_behavior,
+    make_controller,
+)
 from biped_contact_sim.control.grasp import ContactAnchor, grasp_model
+from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 
 DT = 1e-3
@@ -316,3 +324,91 @@ def test_hand_contact_added_loaded_unloaded_removed_with_continuous_torques(robo
     abrupt = _lean_and_release(robot, add_force=10.0)
     assert max(np.abs(abrupt[k][1] - abrupt[k - 1][1]).max() for k in range(1, len(abrupt))) \
         > 30.0
+
+
+# ---------------------------------------------------------------- the Fig. 6 sequence
+FIG6 = dict(slide_time=2.0)  # one slide period; the default timeline otherwise (a faster one
+# saturates the waist and shoulder while the right hand's load moves to the left hand)
+
+
+def test_multicontact_sequence_of_fig6(robot):
+    """``multicontact`` (Sentis et al. Fig. 6, one slide period) with the contacts held
+    as constraints — hands on a table (6-D, from the moment a palm reaches the table top over
+    it), the right hand on a frictionless panel (normal only): both hands join (four
+    contacts), the right one is unloaded and leaves (three contacts), presses 60 N on the
+    panel while sliding and the CoM sways vertically; the acceptance figures of the issue,
+    rigid-contact version: panel force within 5 N of 60 N while sliding, tensions and normal
+    moments within 5 N / 0.5 N·m of zero and CoPs within 10 mm in steady phases, CoM error
+    below 5 mm, no torque saturated."""
+    q0 = robot.standing_configuration()
+    beh = make_behavior("multicontact", robot, q0, **FIG6)
+    ctrl = make_controller("wbc", robot, beh, DT, add_force=10.0, unload_time=0.5,
+                           transition_time=0.5, release_force=5.0)
+    p = beh.params
+    sim = _Harness(robot, q0)
+    sim.constraints = {"left_foot": None, "right_foot": None}
+    panel = np.array([0.0, 1.0, 0.0])
+    log = []
+    for _ in range(round(beh.duration / DT)):
+        out = ctrl.compute(sim.measurement())
+        t = sim.t
+        for hand in ("left_hand", "right_hand"):
+            palm = sim.frame(hand).translation
+            if hand not in sim.constraints:
+                if beh.t_land <= t < beh.t_release and palm[2] <= p.table_height \
+                        and palm[0] > p.table_x - 0.1:
+                    sim.constraints[hand] = None
+                elif hand == "right_hand" and t >= beh.t_move and palm[1] <= p.panel_y:
+                    sim.constraints[hand] = panel
+            elif hand == "right_hand" and sim.constraints[hand] is None \
+                    and hand not in out.info["stance"]:
+                del sim.constraints[hand]  # released by the controller
+        sim.step(out.tau)
+        panel_force = (sim.wrenches["right_hand"][2]
+                       if sim.constraints.get("right_hand") is panel else np.nan)
+        log.append((sim.t, out.info, panel_force))
+    stances = [info["stance"] for _, info, _ in log]
+    changes = [stances[k] for k in range(1, len(log)) if stances[k] != stances[k - 1]]
+    assert changes == [(*FEET, "left_hand", "right_hand"), (*FEET, "left_hand")]
+    assert all(info["saturated"] == 0 for _, info, _ in log)
+    assert max(info["com_error"] for _, info, _ in log) < 5e-3
+    sliding = [f for t, _, f in log if t > beh.t_slide + 0.2]
+    assert np.isfinite(sliding).all() and np.max(np.abs(np.subtract(sliding, 60.0))) < 5.0
+    for a, b in ((beh.t_lean + 0.7 * p.lean_time, beh.t_release),
+                 (beh.t_slide + 0.2, beh.duration)):
+        steady = [info for t, info, _ in log if a <= t < b]
+        labels = steady[0]["f_int_labels"]
+        F = np.array([info["f_int"] for info in steady])
+        ten = [k for k, lab in enumerate(labels) if lab.startswith("tension")]
+        mom = [k for k, lab in enumerate(labels) if lab.startswith("m_")]
+        assert np.abs(F[:, ten]).max() < 5.0 and np.abs(F[:, mom]).max() < 0.5
+        cop = np.array([np.linalg.norm(info["cops"] - info["cop_refs"], axis=1)
+                        for info in steady])
+        assert cop.max() < 0.01
+
+
+def test_multicontact_references_are_smooth(robot):
+    """The hand and CoM references of ``multicontact`` are continuous and their velocities
+    are the time derivatives of their positions (central differences), across every phase
+    boundary; the normal-force reference ramps from 0 to the panel force; bad parameters are
+    refused by name."""
+    beh = make_behavior("multicontact", robot, robot.standing_configuration())
+    h = 1e-5
+    for t in np.arange(0.0, beh.duration, 0.013):
+        ref, a, b = beh.reference(t), beh.reference(t - h), beh.reference(t + h)
+        np.testing.assert_allclose((b.com - a.com) / (2 * h), ref.com_vel, atol=1e-5)
+        for name in ("left_hand", "right_hand"):
+            fa, fb, f = a.feet[name], b.feet[name], ref.feet[name]
+            if (fa.normal is None) != (fb.normal is None):
+                continue  # the switch to the force task: position along the normal no longer
+            np.testing.assert_allclose((fb.p - fa.p) / (2 * h), f.v, atol=1e-5)
+            w = pin.log3(fa.rotation.T @ fb.rotation) / (2 * h)
+            np.testing.assert_allclose(fa.rotation @ w, f.omega if f.omega is not None
+                                       else np.zeros(3), atol=1e-4)
+    forces = [beh.reference(t).feet["right_hand"].force for t in (beh.t_press, beh.t_slide)]
+    assert forces == [0.0, pytest.approx(60.0)]
+    with pytest.raises(ConfigError, match="panel_force"):
+        make_behavior("multicontact", robot, robot.standing_configuration(), panel_force=-1.0)
+    with pytest.raises(ConfigError, match="contact bodies"):
+        biped = RobotModel.load("biped3d")
+        make_behavior("multicontact", biped, biped.standing_configuration())

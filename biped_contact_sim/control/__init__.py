@@ -33,6 +33,7 @@ BEHAVIORS: dict[str, str] = {
     "sway": "biped_contact_sim.control.standing:SwayBehavior",
     "walk": "biped_contact_sim.control.walking:WalkBehavior",
     "planar_walk": "biped_contact_sim.control.planar_gait:PlanarWalkBehavior",
+    "multicontact": "biped_contact_sim.control.multicontact:MultiContactBehavior",
 }
 
 

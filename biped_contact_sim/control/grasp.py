@@ -45,7 +45,8 @@ Models (``grasp_model``):
   (the dependent moment of contact 2 about the line P_1P_2 is the one rejected). Four anchors
   in one plane (e.g. both feet and both hands of a symmetric stance) leave one internal mode,
   forces normal to that plane, that tensions and moments miss: normal-force candidates
-  n_iᵀ f_i (our addition) come last and the greedy takes what it needs.
+  n_iᵀ f_i come last, the greedy takes what it needs and the row kept is made orthogonal to
+  W_com and the other rows (our addition: an out-of-plane squeeze, zero when there is none).
 """
 
 from __future__ import annotations
@@ -208,9 +209,11 @@ def _offsets(contacts) -> tuple[int, ...]:
 # A row of W_int is named by a spec: (TENSION, i, j) is the tension t_ij = (f_i − f_j)·e_ij
 # (eqs. 10, 86–91: Δ_t differences, R_t rotation, S_t selection), (MOMENT, i, a) the moment
 # component R_i[:, a]ᵀ m_i of surface contact i, a = 0, 1 tangential (S_cop T_s, eq. 8: zero
-# ⇔ the CoP is at P_i), a = 2 normal (S_n T_s, eq. 11), (NORMAL_FORCE, i, 2) the normal force
-# n_iᵀ f_i (our addition: four or more anchors in one plane leave an internal mode of forces
-# normal to that plane, which no tension along an edge of the plane measures).
+# ⇔ the CoP is at P_i), a = 2 normal (S_n T_s, eq. 11), (NORMAL_FORCE, i, 2) the out-of-plane
+# internal force (our addition: four or more anchors in one plane leave an internal mode of
+# forces normal to that plane, which no tension along an edge of the plane measures; the row is
+# contact i's normal force n_iᵀ f_i made orthogonal to W_com and to the other rows, so that
+# its zero means "no such squeeze", not "no load on contact i": ``orthogonalize``).
 TENSION, MOMENT, NORMAL_FORCE = 0, 1, 2
 _AXIS_NAMES = ("x", "y")
 
@@ -239,15 +242,29 @@ def linkage_rows(spec, positions, rotations, offsets, N: int) -> np.ndarray:
     return W
 
 
+def orthogonalize(W_com: np.ndarray, W_int: np.ndarray, spec) -> np.ndarray:
+    """W_int with its NORMAL_FORCE rows replaced by their unit components orthogonal to the
+    rows of W_com and to the other rows of W_int (in place; returned)."""
+    special = [k for k, (kind, _, _) in enumerate(spec) if kind == NORMAL_FORCE]
+    if special:
+        others = [k for k in range(len(spec)) if k not in special]
+        basis = np.linalg.qr(np.vstack([W_com, W_int[others]]).T)[0]
+        for k in special:
+            r = W_int[k] - basis @ (basis.T @ W_int[k])
+            W_int[k] = r / np.linalg.norm(r)
+            basis = np.column_stack([basis, W_int[k]])
+    return W_int
+
+
 def spec_labels(spec, names) -> tuple[str, ...]:
     """Names of the W_int rows: ``tension_<i>_<j>``, ``m_cop_<i>_x|y``, ``m_n_<i>``,
-    ``f_n_<i>``."""
+    ``f_out_of_plane_<i>``."""
     out = []
     for kind, i, j in spec:
         if kind == TENSION:
             out.append(f"tension_{names[i]}_{names[j]}")
         elif kind == NORMAL_FORCE:
-            out.append(f"f_n_{names[i]}")
+            out.append(f"f_out_of_plane_{names[i]}")
         elif j == 2:
             out.append(f"m_n_{names[i]}")
         else:
@@ -366,7 +383,7 @@ def grasp_model(contacts, com, noncoplanar: str = "tension", biped: str = "auto"
                 f"{len(spec)} of the {N - 6} internal forces (e.g. ≥ 3 coplanar contacts have "
                 "out-of-plane internal pressure modes the virtual linkage does not model)")
 
-    W_int = linkage_rows(spec, positions, rotations, offsets, N)
+    W_int = orthogonalize(W_com, linkage_rows(spec, positions, rotations, offsets, N), spec)
     return GraspModel(contacts, com, W_com, W_int, spec_labels(spec, names), model, offsets,
                       tuple(spec))
 
@@ -400,6 +417,7 @@ __all__ = [
     "eq82_spec",
     "grasp_model",
     "linkage_rows",
+    "orthogonalize",
     "resultant_map",
     "skew",
     "sole_wrench_at",

@@ -1,7 +1,8 @@
 """Standing behaviours: ``stand`` (hold still) and ``sway`` (Sentis et al. Figs. 6 and 8).
 
 Both keep both feet in flat contact (double support) where q0 put them, the CoPs at the
-commanded points of the soles (default: the sole centres) and the posture at q0's joints.
+commanded points of the soles (default: the sole centres) and the posture at q0's joints. The
+support is the contact bodies on the ground at q0 (a humanoid's hands are not).
 
 * ``stand``: CoM held over the middle of the two sole centres at q0's CoM height; internal
   forces zero (Reference.internal = 0: no tension, CoPs at the anchors, no normal moments).
@@ -60,10 +61,15 @@ class _DoubleSupport(Behavior):
         self.duration = _positive("duration", self.params["duration"])
         data = robot.create_data()
         pin.framesForwardKinematics(robot.model, data, q0)
-        self.stance = tuple(b.name for b in robot.contact_bodies)
+        # The support: the contact bodies on the ground at q0 (the feet; a humanoid's hands
+        # are contact bodies too, but not in support while standing).
+        lowest = min(data.oMf[b.frame_id].translation[2] for b in robot.contact_bodies)
+        support = [b for b in robot.contact_bodies
+                   if data.oMf[b.frame_id].translation[2] < lowest + 1e-3]
+        self.stance = tuple(b.name for b in support)
         self.cop = {}
         centres = []
-        for b in robot.contact_bodies:
+        for b in support:
             centre = 0.5 * (b.offsets.min(axis=0) + b.offsets.max(axis=0))
             cop = centre[:2].copy()
             for k, key in enumerate(("cop_x", "cop_y")):

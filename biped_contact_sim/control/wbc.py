@@ -101,9 +101,11 @@ from biped_contact_sim.control.contact_set import (
 )
 from biped_contact_sim.control.ctc import reference_load_shares
 from biped_contact_sim.control.grasp import (
+    NORMAL_FORCE,
     ContactAnchor,
     eq82_spec,
     grasp_model,
+    orthogonalize,
     spec_labels,
 )
 from biped_contact_sim.control.kernels import (
@@ -388,6 +390,8 @@ class WholeBodyController(Controller):
             W_int = np.empty((len(spec_arr), 6 * n_s))
             if not linkage(spec_arr, anchors, rotations, self._offsets(n_s), W_int):
                 raise InputError("two commanded CoPs coincide: no tension line between them")
+            if n_s > 3 and (spec_arr[:, 0] == NORMAL_FORCE).any():
+                orthogonalize(W_com, W_int, spec_arr.tolist())
 
         # 3. Prioritized tasks (eqs. 27–31), each ẍ_k = Φ_k Γ + c_k, in the whitened
         # coordinates y of Γ = T y: ẍ_k = Ĵ_k y + c_k (``control.linalg.prioritized``). The

@@ -1,0 +1,218 @@
+"""``multicontact``: the Fig. 6 sequence of Sentis, Park, Khatib (2010) for the humanoid.
+
+References for ``wbc`` (with contact transitions: ``add_force``, ``unload_time``,
+``transition_time``), all times relative to the start, each motion a quintic blend
+σ(s) = 10s³ − 15s⁴ + 6s⁵ (zero velocity and acceleration at both ends):
+
+1. reach (``reach_time``): both palms from their pose at q0 to 3 cm above their table points
+   (x = ``table_x``, y = ±``hand_y``, z = ``table_height``), level (normal up);
+2. land (``land_time``): the palms descend to 5 mm below the table top; both hands are asked
+   into the support from the start of the descent (the controller adds each once loaded);
+3. lean (``lean_time``, after ``settle``): four-contact support, the CoM moves ``lean``
+   towards the table;
+4. release: the right hand is dropped from the stance (the controller unloads it first) and,
+   ``release_time`` later, moves (``to_panel_time``) to 2 cm off a vertical panel on the right
+   (plane y = ``panel_y``, normal +y, at x = ``panel_x``, z = ``panel_z``), palm facing it,
+   then (``touch_time``) to 5 mm into it: three-contact support (feet, left hand);
+5. press (``press_time``): the right hand's target becomes the unified force/position task,
+   normal force ramped to ``panel_force``;
+6. slide (``slide_time``): the hand tracks x(t) = panel_x + A_s (1 − cos(2πt/slide_period))/2
+   along the panel (from rest, back and forth over A_s) while the CoM follows a vertical
+   sinusoid z₀ − A_c(1 − cos(2πt/com_period)).
+
+Internal forces: all zero (F_int,ref = 0, the paper's 0₁₂ for three contacts); CoPs at the
+contact centres. The scenarios that run this need hands that touch tables and panels (the
+collision issue); until then ``test_wbc_multicontact`` runs it with the contacts held as
+constraints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+
+from biped_contact_sim.control.base import Behavior, FootTarget, Reference, check_range
+from biped_contact_sim.errors import ConfigError
+
+FEET = ("left_foot", "right_foot")
+HANDS = ("left_hand", "right_hand")
+APPROACH, PRESS = 0.03, 0.005  # above the table before landing; into a surface when landing
+
+
+def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
+    check_range(f"multicontact.{field}", value, lo, hi, lo_open)
+
+
+@dataclass(frozen=True)
+class MultiContactParams:
+    """Parameters of ``multicontact`` (module docstring) [m, s, N]."""
+
+    table_height: float = 0.95
+    table_x: float = 0.40
+    hand_y: float = 0.22
+    panel_y: float = -0.50
+    panel_x: float = 0.25
+    panel_z: float = 1.0
+    panel_force: float = 60.0
+    lean: float = 0.04
+    reach_time: float = 1.5
+    land_time: float = 0.5
+    settle: float = 0.5
+    lean_time: float = 1.0
+    release_time: float = 0.6
+    to_panel_time: float = 1.5
+    touch_time: float = 0.5
+    press_time: float = 0.5
+    slide_time: float = 4.0
+    slide_amplitude: float = 0.05
+    slide_period: float = 2.0
+    com_amplitude: float = 0.01
+    com_period: float = 2.0
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith(("_time", "_period")) or f.name == "settle":
+                _check(f.name, value, 0.0, 60.0)
+            elif f.name in ("panel_force",):
+                _check(f.name, value, 0.0, 500.0, lo_open=False)
+            elif f.name in ("lean", "slide_amplitude", "com_amplitude"):
+                _check(f.name, value, -0.2, 0.2, lo_open=False)
+            else:
+                _check(f.name, value, -2.0, 2.0, lo_open=False)
+
+
+def _sigma(s: float) -> tuple[float, float, float]:
+    """σ(s) and its first two derivatives with respect to s, s clipped to [0, 1]."""
+    if s <= 0.0 or s >= 1.0:
+        return (0.0 if s <= 0.0 else 1.0), 0.0, 0.0
+    s2 = s * s
+    return s2 * s * (10 - 15 * s + 6 * s2), 30 * s2 * (1 - s) ** 2, \
+        60 * s * (1 - s) * (1 - 2 * s)
+
+
+def _move(t: float, t0: float, duration: float, a: np.ndarray, b: np.ndarray,
+          Ra: np.ndarray, Rb: np.ndarray) -> FootTarget:
+    """Pose target moving from (a, Ra) to (b, Rb) during [t0, t0 + duration] along σ."""
+    s, ds, dds = _sigma((t - t0) / duration)
+    ds, dds = ds / duration, dds / duration ** 2
+    log = pin.log3(Ra.T @ Rb)  # body-frame rotation vector; ω = Ra log σ̇ (world)
+    return FootTarget(a + s * (b - a), ds * (b - a), dds * (b - a),
+                      rotation=Ra @ pin.exp3(s * log), omega=ds * (Ra @ log),
+                      alpha=dds * (Ra @ log))
+
+
+class MultiContactBehavior(Behavior):
+    """The Fig. 6 multi-contact sequence (module docstring).
+
+    Args:
+        robot: a free-flyer humanoid with contact bodies ``left_foot``, ``right_foot``,
+            ``left_hand``, ``right_hand`` (``humanoid``).
+        q0: initial configuration, feet flat on the ground.
+        **params: fields of ``MultiContactParams``.
+
+    Raises:
+        ConfigError: unknown or invalid parameters, or a robot without those contact bodies.
+    """
+
+    name = "multicontact"
+
+    def __init__(self, robot, q0, **params: Any):
+        allowed = {f.name for f in dataclasses.fields(MultiContactParams)}
+        unknown = sorted(set(params) - allowed)
+        if unknown:
+            raise ConfigError(f"Unknown parameter(s) {', '.join(map(repr, unknown))} for "
+                              f"behavior 'multicontact'. Allowed: {', '.join(sorted(allowed))}")
+        self.params = p = MultiContactParams(**params)
+        names = {b.name: b for b in robot.contact_bodies}
+        missing = [n for n in FEET + HANDS if n not in names]
+        if robot.config.base != "free_flyer" or missing:
+            raise ConfigError(f"multicontact needs a free-flyer robot with contact bodies "
+                              f"{', '.join(FEET + HANDS)}; {robot.name} lacks "
+                              f"{', '.join(missing) or 'a free-flyer base'}")
+        self.robot = robot
+        self.q0 = np.asarray(q0, float).copy()
+        data = robot.create_data()
+        pin.framesForwardKinematics(robot.model, data, self.q0)
+        self.com0 = pin.centerOfMass(robot.model, data, self.q0).copy()
+        self.start = {n: (data.oMf[names[n].frame_id].translation.copy(),
+                          data.oMf[names[n].frame_id].rotation.copy()) for n in HANDS}
+        self.q_joints = self.q0[robot.q_idx].copy()
+        level = np.eye(3)
+        self.table = {n: np.array([p.table_x, y, p.table_height])
+                      for n, y in zip(HANDS, (p.hand_y, -p.hand_y), strict=True)}
+        self.level = level
+        if robot.n_joints == 0:
+            raise ConfigError("multicontact needs actuated joints")
+        self.facing_panel = pin.rpy.rpyToMatrix(-np.pi / 2, 0.0, 0.0)  # palm z = +y
+        self.panel_point = np.array([p.panel_x, p.panel_y, p.panel_z])
+        self.panel_normal = np.array([0.0, 1.0, 0.0])
+        # phase boundaries
+        self.t_land = p.reach_time
+        self.t_lean = self.t_land + p.land_time + p.settle
+        self.t_release = self.t_lean + p.lean_time
+        self.t_move = self.t_release + p.release_time
+        self.t_touch = self.t_move + p.to_panel_time
+        self.t_press = self.t_touch + p.touch_time
+        self.t_slide = self.t_press + p.press_time
+        self.duration = self.t_slide + p.slide_time
+
+    def stance_at(self, t: float) -> tuple[str, ...]:
+        """Feet; both hands from the landing; the left hand only from the release."""
+        if t < self.t_land:
+            return FEET
+        if t < self.t_release:
+            return FEET + HANDS
+        return (*FEET, "left_hand")
+
+    def _hand(self, name: str, t: float) -> FootTarget:
+        p = self.params
+        p0, R0 = self.start[name]
+        above = self.table[name] + np.array([0.0, 0.0, APPROACH])
+        pressed = self.table[name] - np.array([0.0, 0.0, PRESS])
+        if t < self.t_land or name == "left_hand" or t < self.t_move:
+            if t < self.t_land:
+                return _move(t, 0.0, p.reach_time, p0, above, R0, self.level)
+            return _move(t, self.t_land, p.land_time, above, pressed, self.level, self.level)
+        off = self.panel_point + np.array([0.0, 0.02, 0.0])
+        into = self.panel_point - np.array([0.0, PRESS, 0.0])
+        if t < self.t_touch:
+            return _move(t, self.t_move, p.to_panel_time, pressed, off, self.level,
+                         self.facing_panel)
+        if t < self.t_press:
+            return _move(t, self.t_touch, p.touch_time, off, into, self.facing_panel,
+                         self.facing_panel)
+        s, _, _ = _sigma((t - self.t_press) / p.press_time)
+        w = 2 * np.pi / p.slide_period
+        tau = max(t - self.t_slide, 0.0)
+        A = p.slide_amplitude / 2  # x = A_s (1 − cos wτ)/2: starts at rest, back and forth
+        slide = np.array([A * (1 - np.cos(w * tau)), 0.0, 0.0])
+        v = np.array([A * w * np.sin(w * tau), 0.0, 0.0])
+        a = np.array([A * w * w * np.cos(w * tau), 0.0, 0.0]) * (tau > 0)
+        return FootTarget(into + slide, v, a, rotation=self.facing_panel,
+                          normal=self.panel_normal, force=s * p.panel_force)
+
+    def reference(self, t: float) -> Reference:
+        """Stance, CoM, hand targets (module docstring)."""
+        p = self.params
+        t = max(float(t), 0.0)
+        s, ds, dds = _sigma((t - self.t_lean) / p.lean_time)
+        com = self.com0 + np.array([p.lean * s, 0.0, 0.0])
+        vel = np.array([p.lean * ds / p.lean_time, 0.0, 0.0])
+        acc = np.array([p.lean * dds / p.lean_time ** 2, 0.0, 0.0])
+        if t > self.t_slide:
+            w = 2 * np.pi / p.com_period
+            tau = t - self.t_slide
+            com[2] -= p.com_amplitude * (1 - np.cos(w * tau))
+            vel[2] = -p.com_amplitude * w * np.sin(w * tau)
+            acc[2] = -p.com_amplitude * w * w * np.cos(w * tau)
+        hands = {n: self._hand(n, t) for n in HANDS}
+        return Reference(stance=self.stance_at(t), com=com, com_vel=vel, com_acc=acc,
+                         feet=hands, q_joints=self.q_joints)
+
+
+__all__ = ["MultiContactBehavior", "MultiContactParams"]
