@@ -16,6 +16,7 @@ setup(
         (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
         (f"share/{PACKAGE}/config",
          glob("config/*.yaml") + glob("config/*.rviz") + glob("config/*.json")),
+        (f"share/{PACKAGE}/config/worlds", glob("config/worlds/*.yaml")),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
     ],
     # Only setuptools here: on ROS 2, pinocchio/numpy/scipy come from apt (package.xml), and a

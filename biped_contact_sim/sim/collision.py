@@ -1,0 +1,686 @@
+"""Contact detection: every collision geometry of the robot and of the free objects against the
+world's planes and static boxes and against each other (docs/methods.md §1, §2).
+
+Geometry comes from pinocchio: ``pin.buildGeomFromUrdf(..., COLLISION)`` reads the URDF's
+``<collision>`` tags into coal shapes attached to joints; free objects add one shape each on
+their free-flyer joint (``sim.world.build_world_model``). Self-collision of the robot is off.
+
+Each step (after pinocchio's forward kinematics, ``data.oMi``):
+
+1. **Broad phase**: a bounding sphere per geometry (centre in its joint frame, radius);
+   a pair goes on only if the spheres (or sphere and plane) are within ``margin``.
+2. **Narrow phase** per pair, every contact i with a point p₁ on body 1, p₂ on body 2
+   (body 2 is the static world for planes and boxes), the unit normal n from body 2 towards
+   body 1 and the gap ``φ = nᵀ(p₁ − p₂)`` (< 0: penetration); kept when ``φ ≤ margin``:
+
+   * box / plane: the box's 8 vertices with their own gaps — a sole flat on the ground is its
+     four corners, the paper's rectangular foot (coal returns one deepest point, and its
+     contact patch only the corners within a tolerance of the deepest one);
+   * box / box: separating-axis test over the 6 face normals (a static box's faces are
+     preferred within 1e-4 m, so a foot over a step edge gets the step's normal), then the
+     incident face clipped by the reference face (Sutherland–Hodgman): the corners of the
+     overlap polygon, each with its gap along the reference normal;
+   * sphere / plane, sphere / box, sphere / sphere, cylinder / plane, cylinder / box: closed
+     form (a cylinder touches a plane or a box face at its lowest rim points: two, or four
+     on a flat cap);
+   * every other pair (a cylinder against a sphere or a cylinder, shapes other than these
+     primitives): coal's ``distance`` (witness points and normal; signed distance).
+
+3. Per contact: the contact frame ``C = [t₁ t₂ n]`` (``world.frame_from_normal``), the
+   relative Jacobian ``J_c = Cᵀ(J₁(p₁) − J₂(p₂))``, drift ``γ_c = Cᵀ(J̇₁v − J̇₂v)`` (at fixed C)
+   and a contact id that stays the same while the same feature pair (geometry pair and vertex
+   or clip-polygon corner) stays in contact, for the models' per-contact state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import coal
+import numpy as np
+import pinocchio as pin
+from numba import njit
+
+from biped_contact_sim.sim.world import World, frame_from_normal
+
+KIND_BOX, KIND_SPHERE, KIND_CYLINDER, KIND_OTHER = 0, 1, 2, 3
+#: contacts a feature pair may produce (box–box clipping gives at most 8)
+PAIR_SLOTS = 16
+_PREFER_STATIC = 1e-4  # m: a static box's face wins the separating-axis test within this
+
+
+@dataclass(frozen=True)
+class CollisionSettings:
+    """Detection settings.
+
+    Attributes:
+        margin: contacts with a gap φ ≤ margin are reported [m] (the constraint models need
+            the points that could close within a step; penalty models ignore φ > 0).
+    """
+
+    margin: float = 0.01
+
+
+class Geometries:
+    """The moving collision geometries (robot and free objects), as arrays for the kernel.
+
+    Attributes:
+        names: (G,) geometry names; kind: (G,) KIND_*; joint: (G,) parent joint;
+        R, t: (G, 3, 3), (G, 3) placement in the joint frame; half: (G, 3) box half sizes,
+        (r, r, r) for a sphere, (r, r, h) for a cylinder (h half-length, axis z);
+        radius: (G,) bounding-sphere radius; group: (G,) 0 the robot, k + 1 object k;
+        material: (G,) index into the material table; shapes: the coal shapes.
+    """
+
+    def __init__(self, model: pin.Model, geom_model: pin.GeometryModel | None,
+                 object_joints: tuple[int, ...], world: World, materials: list[str]):
+        names, kind, joint, R, t, half, radius, group, mat, shapes = ([] for _ in range(10))
+
+        def add(name, shape, j, placement, grp, material):
+            k, h = _shape_params(shape)
+            names.append(name)
+            kind.append(k)
+            joint.append(j)
+            R.append(placement.rotation.copy())
+            t.append(placement.translation.copy())
+            half.append(h)
+            radius.append(_bounding_radius(shape, k, h))
+            group.append(grp)
+            mat.append(materials.index(material))
+            shapes.append(shape)
+
+        if geom_model is not None:
+            for g in geom_model.geometryObjects:
+                add(g.name, g.geometry, g.parentJoint, g.placement, 0, world.robot_material)
+        for k, (obj, j) in enumerate(zip(world.objects, object_joints, strict=True)):
+            shape = coal.Box(*obj.size) if obj.shape == "box" else coal.Sphere(obj.radius)
+            add(obj.name, shape, j, pin.SE3.Identity(), k + 1, obj.material)
+        self.names = tuple(names)
+        self.kind = np.array(kind, dtype=np.int64)
+        self.joint = np.array(joint, dtype=np.int64)
+        self.R = np.array(R).reshape(-1, 3, 3)
+        self.t = np.array(t).reshape(-1, 3)
+        self.half = np.array(half).reshape(-1, 3)
+        self.radius = np.array(radius)
+        self.group = np.array(group, dtype=np.int64)
+        self.material = np.array(mat, dtype=np.int64)
+        self.shapes = tuple(shapes)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def _shape_params(shape) -> tuple[int, np.ndarray]:
+    if isinstance(shape, coal.Box):
+        return KIND_BOX, np.asarray(shape.halfSide, float).copy()
+    if isinstance(shape, coal.Sphere):
+        return KIND_SPHERE, np.full(3, shape.radius)
+    if isinstance(shape, coal.Cylinder):
+        return KIND_CYLINDER, np.array([shape.radius, shape.radius, shape.halfLength])
+    return KIND_OTHER, np.zeros(3)
+
+
+def _bounding_radius(shape, kind: int, half: np.ndarray) -> float:
+    if kind == KIND_BOX:
+        return float(np.linalg.norm(half))
+    if kind == KIND_SPHERE:
+        return float(half[0])
+    if kind == KIND_CYLINDER:
+        return float(np.hypot(half[0], half[2]))
+    shape.computeLocalAABB()
+    return float(shape.aabb_radius) + float(np.linalg.norm(shape.aabb_center))
+
+
+class Contacts:
+    """The contact set of one step (m contacts), world quantities (module docstring).
+
+    Attributes:
+        body1, body2: (m,) joints (0: the static world); p1, p2: (m, 3) points on each body;
+        normal: (m, 3) from body 2 towards body 1; phi: (m,) gaps; ids: (m,) contact ids;
+        mu: (m,) friction coefficients; restitution: (m,); frames: (m, 3, 3) ``[t₁ t₂ n]``;
+        local1, local2: (m, 3) the points in their joint frames; p_tangent: (m, 2) tangential
+        coordinates about a point fixed on body 2; geom1: (m,) index of body 1's geometry;
+        other: (m,) the feature of body 2 (plane k, static box P + k, geometry P + S + g).
+    """
+
+    __slots__ = ("body1", "body2", "frames", "geom1", "ids", "local1", "local2", "mu", "normal",
+                 "other", "p1", "p2", "p_tangent", "phi", "restitution")
+
+    def __len__(self) -> int:
+        return len(self.phi)
+
+
+class Detector:
+    """Finds the contacts of a model's geometries with a world (module docstring).
+
+    Args:
+        model: the pinocchio model (robot, then free objects as free-flyer roots).
+        geom_model: the robot's collision geometry (``pin.buildGeomFromUrdf``) or None.
+        world: the world; object_joints: the free-flyer joint of each of its objects.
+        settings: ``CollisionSettings``.
+    """
+
+    def __init__(self, model: pin.Model, geom_model: pin.GeometryModel | None, world: World,
+                 object_joints: tuple[int, ...] = (), settings: CollisionSettings | None = None):
+        self.model, self.world = model, world
+        self.settings = settings or CollisionSettings()
+        materials = sorted({world.robot_material, *(p.material for p in world.planes),
+                            *(b.material for b in world.boxes),
+                            *(o.material for o in world.objects)})
+        self.materials = materials
+        k = len(materials)
+        self.mu_table = np.empty((k, k))
+        self.e_table = np.empty((k, k))
+        for a in range(k):
+            for b in range(k):
+                law = world.law(materials[a], materials[b])
+                self.mu_table[a, b], self.e_table[a, b] = law.mu, law.restitution
+        self.geoms = Geometries(model, geom_model, object_joints, world, materials)
+        self.plane_n = np.array([p.normal for p in world.planes]).reshape(-1, 3)
+        self.plane_o = np.array([p.point for p in world.planes]).reshape(-1, 3)
+        self.plane_mat = np.array([materials.index(p.material) for p in world.planes],
+                                  dtype=np.int64)
+        self.box_R = np.array([b.pose.rotation for b in world.boxes]).reshape(-1, 3, 3)
+        self.box_t = np.array([b.pose.translation for b in world.boxes]).reshape(-1, 3)
+        self.box_half = np.array([0.5 * b.size for b in world.boxes]).reshape(-1, 3)
+        self.box_mat = np.array([materials.index(b.material) for b in world.boxes],
+                                dtype=np.int64)
+        self._box_shapes = tuple(coal.Box(*b.size) for b in world.boxes)
+        self._capacity = 64
+        self._views = None
+        self._request = coal.DistanceRequest()
+        self.fallback_calls = 0  # coal.distance calls so far (pairs without a closed form)
+
+    def placements(self, data: pin.Data) -> tuple[tuple, tuple]:
+        """Views of the joint rotations and translations in ``data.oMi`` (taken once per Data
+        when eigenpy hands out views, as ``robot.TermsWorkspace`` checks; else each call)."""
+        if self._views is not None and self._views[0] is data:
+            return self._views[1], self._views[2]
+        r = range(self.model.njoints)
+        rotations = tuple(data.oMi[j].rotation for j in r)
+        translations = tuple(data.oMi[j].translation for j in r)
+        live = not (rotations[-1].flags.owndata or translations[-1].flags.owndata)
+        self._views = (data, rotations, translations) if live else None
+        return rotations, translations
+
+    def detect(self, data: pin.Data) -> Contacts:
+        """The contacts at the placements in ``data.oMi`` (forward kinematics done)."""
+        g, s = self.geoms, self.settings
+        rotations, translations = self.placements(data)
+        while True:
+            out = _alloc(self._capacity)
+            n, nf, Rw, cw = detect_kernel(
+                g.kind, g.joint, g.R, g.t, g.half, g.radius, g.group, g.material, rotations,
+                translations, self.plane_n, self.plane_o, self.plane_mat, self.box_R,
+                self.box_t, self.box_half, self.box_mat, self.mu_table, s.margin, *out)
+            if n >= 0:
+                break
+            self._capacity *= 2
+        if nf:
+            n = self._fallback(out, n, nf, Rw, cw, rotations, translations)
+        return _contacts(out, n, rotations, translations, self.e_table,
+                         g.material, self._feature_material())
+
+    def _feature_material(self) -> np.ndarray:
+        return np.concatenate([self.plane_mat, self.box_mat, self.geoms.material])
+
+    def _fallback(self, out, n, nf, Rw, cw, rotations, translations) -> int:
+        """coal.distance for the pairs the kernel has no closed form for (``out[-1]``)."""
+        g = self.geoms
+        P, S = len(self.plane_n), len(self.box_t)
+        pairs = out[-1][:nf]
+        rows = []
+        for a, other in pairs:
+            T1 = coal.Transform3s(Rw[a], cw[a])
+            if other < P + S:  # a static box (planes always have a closed form)
+                b = other - P
+                shape2, T2 = self._box_shapes[b], coal.Transform3s(self.box_R[b], self.box_t[b])
+                body2, mat2, anchor = 0, self.box_mat[b], self.box_t[b]
+            else:
+                h = other - P - S
+                shape2, T2 = g.shapes[h], coal.Transform3s(Rw[h], cw[h])
+                body2, mat2, anchor = g.joint[h], g.material[h], translations[g.joint[h]]
+            result = coal.DistanceResult()
+            self.fallback_calls += 1
+            gap = coal.distance(g.shapes[a], T1, shape2, T2, self._request, result)
+            if gap > self.settings.margin:
+                continue
+            normal = -np.asarray(result.normal)  # coal: from shape 1 to shape 2
+            rows.append((g.joint[a], body2, result.getNearestPoint1(),
+                         result.getNearestPoint2(), normal, gap,
+                         (a * (P + S + len(g)) + other) * PAIR_SLOTS,
+                         self.mu_table[g.material[a], mat2], anchor, a, other))
+        need = n + len(rows)
+        if need > self._capacity:
+            self._capacity = 2 * need
+            grown = _alloc(self._capacity)
+            for x, y in zip(grown[:-1], out[:-1], strict=True):
+                x[:n] = y[:n]
+            out[:-1] = grown[:-1]
+        for i, row in enumerate(rows):
+            for arr, value in zip(out[:-1], row, strict=True):
+                arr[n + i] = value
+        return need
+
+
+def _alloc(capacity: int) -> list[np.ndarray]:
+    return [np.empty(capacity, np.int64), np.empty(capacity, np.int64),
+            np.empty((capacity, 3)), np.empty((capacity, 3)), np.empty((capacity, 3)),
+            np.empty(capacity), np.empty(capacity, np.int64), np.empty(capacity),
+            np.empty((capacity, 3)), np.empty(capacity, np.int64), np.empty(capacity, np.int64),
+            np.empty((capacity, 2), np.int64)]
+
+
+def _contacts(out, n, rotations, translations, e_table, geom_mat, feature_mat) -> Contacts:
+    b1, b2, p1, p2, nrm, gap, key, mu, anchor, g1, other, _ = out
+    c = Contacts()
+    c.body1, c.body2, c.p1, c.p2 = b1[:n].copy(), b2[:n].copy(), p1[:n].copy(), p2[:n].copy()
+    c.normal, c.phi, c.ids, c.mu = nrm[:n].copy(), gap[:n].copy(), key[:n].copy(), mu[:n].copy()
+    c.geom1, c.other = g1[:n].copy(), other[:n].copy()
+    c.restitution = e_table[geom_mat[c.geom1], feature_mat[c.other]] if n else np.zeros(0)
+    c.frames, c.local1, c.local2, c.p_tangent = contact_frames(
+        c.body1, c.body2, c.p1, c.p2, c.normal, anchor[:n], rotations, translations)
+    return c
+
+
+@njit(cache=True, error_model="numpy")
+def contact_frames(b1, b2, p1, p2, normal, anchor, rotations, translations):
+    """Contact frames ``[t₁ t₂ n]``, the points in their joint frames and the tangential
+    coordinates ``(t₁, t₂)ᵀ(p₁ − anchor)`` (anchor fixed on body 2: spring anchors)."""
+    m = b1.shape[0]
+    frames = np.empty((m, 3, 3))
+    local1 = np.empty((m, 3))
+    local2 = np.empty((m, 3))
+    pt = np.empty((m, 2))
+    for i in range(m):
+        C = frame_from_normal(normal[i])
+        frames[i] = C
+        R, t = rotations[b1[i]], translations[b1[i]]
+        local1[i] = _mtv(R, p1[i] - t)
+        R, t = rotations[b2[i]], translations[b2[i]]
+        local2[i] = _mtv(R, p2[i] - t)
+        d = p1[i] - anchor[i]
+        pt[i, 0] = C[0, 0] * d[0] + C[1, 0] * d[1] + C[2, 0] * d[2]
+        pt[i, 1] = C[0, 1] * d[0] + C[1, 1] * d[1] + C[2, 1] * d[2]
+    return frames, local1, local2, pt
+
+
+# ------------------------------------------------------------------------------ kernels
+@njit(cache=True, error_model="numpy")
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@njit(cache=True, error_model="numpy")
+def _mv(R, x):
+    """R x for a 3 x 3 R of any memory layout."""
+    out = np.empty(3)
+    for r in range(3):
+        out[r] = R[r, 0] * x[0] + R[r, 1] * x[1] + R[r, 2] * x[2]
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _mtv(R, x):
+    """Rᵀ x."""
+    out = np.empty(3)
+    for r in range(3):
+        out[r] = R[0, r] * x[0] + R[1, r] * x[1] + R[2, r] * x[2]
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _col(R, i):
+    return np.array([R[0, i], R[1, i], R[2, i]])
+
+@njit(cache=True, error_model="numpy")
+def _push(out, n, b1, b2, p1, p2, nrm, gap, key, mu, anchor, g1, other):
+    """Append a contact; returns the new count (−1: capacity exceeded)."""
+    B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, _ = out
+    if n < 0 or n >= B1.shape[0]:
+        return -1
+    B1[n], B2[n], GAP[n], KEY[n], MU[n], G1[n], OTH[n] = b1, b2, gap, key, mu, g1, other
+    for r in range(3):
+        P1[n, r], P2[n, r], N[n, r], ANC[n, r] = p1[r], p2[r], nrm[r], anchor[r]
+    return n + 1
+
+
+@njit(cache=True, error_model="numpy")
+def _support_points(kind, R, c, half, nrm):
+    """The points of a box, sphere or cylinder that can touch a plane of normal nrm from its
+    free side: a box's 8 vertices, a sphere's lowest point, a cylinder's lowest rim points
+    (two, or four on a cap flat on the plane). Returns (points (8, 3), count)."""
+    pts = np.empty((8, 3))
+    k = 0
+    if kind == KIND_BOX:
+        for sx in (-1.0, 1.0):
+            for sy in (-1.0, 1.0):
+                for sz in (-1.0, 1.0):
+                    for r in range(3):
+                        pts[k, r] = c[r] + R[r, 0] * sx * half[0] + R[r, 1] * sy * half[1] \
+                            + R[r, 2] * sz * half[2]
+                    k += 1
+    elif kind == KIND_SPHERE:
+        for r in range(3):
+            pts[0, r] = c[r] - half[0] * nrm[r]
+        k = 1
+    else:  # cylinder, axis z
+        a = _col(R, 2)
+        na = _dot(nrm, a)
+        rad, h = half[0], half[2]
+        if abs(na) > 0.999:  # a cap flat on the plane: four rim points
+            s = -1.0 if na > 0 else 1.0
+            for u, w in ((1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0)):
+                for r in range(3):
+                    pts[k, r] = c[r] + s * h * a[r] + rad * (u * R[r, 0] + w * R[r, 1])
+                k += 1
+        else:
+            d = nrm - na * a
+            d = d / np.sqrt(_dot(d, d))
+            for s in (-1.0, 1.0):
+                for r in range(3):
+                    pts[k, r] = c[r] + s * h * a[r] - rad * d[r]
+                k += 1
+    return pts, k
+
+
+@njit(cache=True, error_model="numpy")
+def _vs_plane(out, n, kind, R, c, half, nrm, o, margin, b1, key, mu, g, other):
+    """Closed-form contacts of a box, sphere or cylinder (body b1) with a static plane: its
+    support points with their own gaps."""
+    pts, k = _support_points(kind, R, c, half, nrm)
+    p2 = np.empty(3)
+    for i in range(k):
+        p = pts[i]
+        gap = _dot(nrm, p - o)
+        if gap <= margin:
+            for r in range(3):
+                p2[r] = p[r] - gap * nrm[r]
+            n = _push(out, n, b1, 0, p, p2, nrm, gap, key + i, mu, o, g, other)
+    return n
+
+
+@njit(cache=True, error_model="numpy")
+def _cylinder_support(a, axis, half):
+    """Half-extent of a cylinder (radius half[0], half-length half[2], unit axis) along a."""
+    x = abs(_dot(a, axis))
+    return half[2] * x + half[0] * np.sqrt(max(0.0, 1.0 - x * x))
+
+
+@njit(cache=True, error_model="numpy")
+def _cylinder_box(out, n, Rc, cc, hc, Rb, cb, hb, margin, b1, b2, key, mu, anchor, g, other):
+    """A cylinder (body b1) against a box: the box face of largest separation (separating
+    axes over the box's face normals), then the cylinder's lowest rim points against that
+    face (``_support_points``) inside the face's rectangle; normal: the face's."""
+    d = cc - cb
+    axis = _col(Rc, 2)
+    best, face = -1e300, 0
+    for i in range(3):
+        a = _col(Rb, i)
+        s = abs(_dot(a, d)) - hb[i] - _cylinder_support(a, axis, hc)
+        if s > best:
+            best, face = s, i
+    if best > margin:
+        return n
+    nrm = _col(Rb, face)
+    if _dot(nrm, d) < 0.0:
+        nrm = -nrm
+    fc = cb + hb[face] * nrm
+    pts, k = _support_points(KIND_CYLINDER, Rc, cc, hc, nrm)
+    j1, j2 = (face + 1) % 3, (face + 2) % 3
+    e1, e2 = _col(Rb, j1), _col(Rb, j2)
+    for i in range(k):
+        p = pts[i]
+        gap = _dot(nrm, p - fc)
+        if gap > margin:
+            continue
+        rel = p - fc
+        if abs(_dot(e1, rel)) > hb[j1] or abs(_dot(e2, rel)) > hb[j2]:
+            continue  # beyond the face's edges
+        n = _push(out, n, b1, b2, p, p - gap * nrm, nrm, gap, key + i, mu, anchor, g, other)
+    return n
+
+
+@njit(cache=True, error_model="numpy")
+def _clip(poly, k, axis, origin, limit):
+    """Sutherland–Hodgman: the part of polygon ``poly[:k]`` with ``axis·(p − origin) ≤ limit``."""
+    out = np.empty((poly.shape[0], 3))
+    m = 0
+    for i in range(k):
+        a = poly[i]
+        b = poly[(i + 1) % k]
+        da = _dot(axis, a - origin) - limit
+        db = _dot(axis, b - origin) - limit
+        if da <= 0.0:
+            out[m] = a
+            m += 1
+        if (da < 0.0) != (db < 0.0) and da != db:
+            out[m] = a + (b - a) * (da / (da - db))
+            m += 1
+    return out, m
+
+
+@njit(cache=True, error_model="numpy")
+def _box_box(out, n, R1, c1, h1, R2, c2, h2, margin, b1, b2, key, mu, anchor, g, other,
+             static2):
+    """Box 1 (body b1) against box 2 (body b2): separating axes over the 6 face normals, then
+    the incident face clipped by the reference face; normal from box 2 towards box 1."""
+    d = c1 - c2
+    best, ref_is_2, axis = -1e300, True, 0
+    for which in range(2):
+        Ra, Rb, ha, hb = (R2, R1, h2, h1) if which == 0 else (R1, R2, h1, h2)
+        for i in range(3):
+            a = _col(Ra, i)
+            s = abs(_dot(a, d)) - ha[i]
+            for j in range(3):
+                s -= hb[j] * abs(_dot(a, _col(Rb, j)))
+            bias = _PREFER_STATIC if (which == 0 and static2) else 0.0
+            if s - bias > best:
+                best, ref_is_2, axis = s - bias, which == 0, i
+    if best > margin:
+        return n
+    if ref_is_2:
+        Rr, cr, hr, Ri, ci, hi = R2, c2, h2, R1, c1, h1
+    else:
+        Rr, cr, hr, Ri, ci, hi = R1, c1, h1, R2, c2, h2
+    nr = _col(Rr, axis)
+    if _dot(nr, ci - cr) < 0.0:
+        nr = -nr
+    fr = cr + hr[axis] * nr  # reference face centre
+    # incident face: the face of the other box most anti-parallel to nr
+    k, dots = 0, 0.0
+    for j in range(3):
+        x = abs(_dot(nr, _col(Ri, j)))
+        if x > dots:
+            k, dots = j, x
+    sgn = -1.0 if _dot(nr, _col(Ri, k)) > 0 else 1.0
+    fi = ci + sgn * hi[k] * _col(Ri, k)
+    k1, k2 = (k + 1) % 3, (k + 2) % 3
+    u1, u2 = hi[k1] * _col(Ri, k1), hi[k2] * _col(Ri, k2)
+    poly = np.empty((8, 3))
+    poly[0], poly[1], poly[2], poly[3] = fi + u1 + u2, fi - u1 + u2, fi - u1 - u2, fi + u1 - u2
+    m = 4
+    j1, j2 = (axis + 1) % 3, (axis + 2) % 3
+    e1, e2 = _col(Rr, j1), _col(Rr, j2)
+    for ax, lim in ((e1, hr[j1]), (-e1, hr[j1]), (e2, hr[j2]), (-e2, hr[j2])):
+        poly2, m = _clip(poly, m, ax, fr, lim)
+        poly[:m] = poly2[:m]
+        if m == 0:
+            return n
+    q = np.empty(3)
+    for i in range(m):
+        p = poly[i]
+        gap = _dot(nr, p - fr)
+        if gap > margin:
+            continue
+        q[:] = p - gap * nr
+        if ref_is_2:  # incident on box 1: p₁ = p, p₂ = its projection, normal nr
+            n = _push(out, n, b1, b2, p, q, nr, gap, key + i, mu, anchor, g, other)
+        else:  # reference on box 1: the normal from box 2 to box 1 is −nr
+            n = _push(out, n, b1, b2, q, p, -nr, gap, key + 8 + i, mu, anchor, g, other)
+    return n
+
+
+@njit(cache=True, error_model="numpy")
+def _sphere_box(out, n, cs, r, Rb, cb, hb, sphere_first, margin, b1, b2, key, mu, anchor, g,
+                other):
+    """A sphere (centre cs, radius r) against a box: closest point of the box."""
+    loc = _mtv(Rb, cs - cb)
+    q = loc.copy()
+    for i in range(3):
+        q[i] = min(max(loc[i], -hb[i]), hb[i])
+    diff = loc - q
+    dist = np.sqrt(_dot(diff, diff))
+    if dist > 1e-12:
+        nl = diff / dist
+        gap = dist - r
+    else:  # centre inside: leave through the nearest face
+        i = np.argmin(hb - np.abs(loc))
+        nl = np.zeros(3)
+        nl[i] = 1.0 if loc[i] >= 0 else -1.0
+        q[i] = nl[i] * hb[i]
+        gap = -(hb[i] - abs(loc[i])) - r
+    if gap > margin:
+        return n
+    nw = _mv(Rb, nl)  # from the box towards the sphere
+    pb = cb + _mv(Rb, q)
+    ps = cs - r * nw
+    if sphere_first:
+        return _push(out, n, b1, b2, ps, pb, nw, gap, key, mu, anchor, g, other)
+    return _push(out, n, b1, b2, pb, ps, -nw, gap, key, mu, anchor, g, other)
+
+
+@njit(cache=True, error_model="numpy")
+def detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, translations,
+                  plane_n, plane_o, plane_mat, box_R, box_t, box_half, box_mat, mu_table,
+                  margin, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK):
+    """Broad and narrow phase (module docstring) into the output arrays.
+
+    Returns:
+        the contact count (−1 if the arrays are too short), the number of pairs left for
+        coal (``FALLBACK``: geometry, feature), and the geometries' world placements.
+    """
+    out = (B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK)
+    G = kind.shape[0]
+    P = plane_n.shape[0]
+    S = box_t.shape[0]
+    NO = P + S + G
+    Rw = np.empty((G, 3, 3))
+    cw = np.empty((G, 3))
+    for a in range(G):
+        R, t = rotations[joint[a]], translations[joint[a]]
+        for c in range(3):
+            Rw[a, :, c] = _mv(R, gR[a, :, c])
+        cw[a] = _mv(R, gt[a]) + t
+    n, nf = 0, 0
+    for a in range(G):
+        ka = kind[a]
+        for p in range(P):
+            if ka == KIND_OTHER:  # not expected from URDF primitives; coal handles it
+                if _dot(plane_n[p], cw[a] - plane_o[p]) - radius[a] <= margin:
+                    if nf >= FALLBACK.shape[0]:
+                        return -1, nf, Rw, cw
+                    FALLBACK[nf, 0], FALLBACK[nf, 1] = a, p
+                    nf += 1
+                continue
+            if _dot(plane_n[p], cw[a] - plane_o[p]) - radius[a] > margin:
+                continue
+            n = _vs_plane(out, n, ka, Rw[a], cw[a], half[a], plane_n[p], plane_o[p],
+                             margin, joint[a], (a * NO + p) * PAIR_SLOTS,
+                             mu_table[gmat[a], plane_mat[p]], a, p)
+        for s in range(S):
+            d = cw[a] - box_t[s]
+            rb = np.sqrt(_dot(box_half[s], box_half[s]))
+            if np.sqrt(_dot(d, d)) > radius[a] + rb + margin:
+                continue
+            key = (a * NO + P + s) * PAIR_SLOTS
+            mu = mu_table[gmat[a], box_mat[s]]
+            if ka == KIND_BOX:
+                n = _box_box(out, n, Rw[a], cw[a], half[a], box_R[s], box_t[s], box_half[s],
+                             margin, joint[a], 0, key, mu, box_t[s], a, P + s, True)
+            elif ka == KIND_SPHERE:
+                n = _sphere_box(out, n, cw[a], half[a, 0], box_R[s], box_t[s], box_half[s],
+                                True, margin, joint[a], 0, key, mu, box_t[s], a, P + s)
+            elif ka == KIND_CYLINDER:
+                n = _cylinder_box(out, n, Rw[a], cw[a], half[a], box_R[s], box_t[s],
+                                  box_half[s], margin, joint[a], 0, key, mu, box_t[s], a, P + s)
+            else:
+                if nf >= FALLBACK.shape[0]:
+                    return -1, nf, Rw, cw
+                FALLBACK[nf, 0], FALLBACK[nf, 1] = a, P + s
+                nf += 1
+        for b in range(a + 1, G):
+            if group[a] == group[b] and group[a] == 0:
+                continue  # no robot self-collision
+            if group[a] == group[b]:
+                continue  # one object's own shapes
+            d = cw[a] - cw[b]
+            if np.sqrt(_dot(d, d)) > radius[a] + radius[b] + margin:
+                continue
+            kb = kind[b]
+            key = (a * NO + P + S + b) * PAIR_SLOTS
+            mu = mu_table[gmat[a], gmat[b]]
+            anchor = translations[joint[b]]
+            if ka == KIND_BOX and kb == KIND_BOX:
+                n = _box_box(out, n, Rw[a], cw[a], half[a], Rw[b], cw[b], half[b], margin,
+                             joint[a], joint[b], key, mu, anchor, a, P + S + b, False)
+            elif ka == KIND_SPHERE and kb == KIND_BOX:
+                n = _sphere_box(out, n, cw[a], half[a, 0], Rw[b], cw[b], half[b], True,
+                                margin, joint[a], joint[b], key, mu, anchor, a, P + S + b)
+            elif ka == KIND_BOX and kb == KIND_SPHERE:
+                n = _sphere_box(out, n, cw[b], half[b, 0], Rw[a], cw[a], half[a], False,
+                                margin, joint[a], joint[b], key, mu, anchor, a, P + S + b)
+            elif ka == KIND_CYLINDER and kb == KIND_BOX:
+                n = _cylinder_box(out, n, Rw[a], cw[a], half[a], Rw[b], cw[b], half[b],
+                                  margin, joint[a], joint[b], key, mu, anchor, a, P + S + b)
+            elif ka == KIND_SPHERE and kb == KIND_SPHERE:
+                nv = cw[a] - cw[b]
+                dist = np.sqrt(_dot(nv, nv))
+                gap = dist - half[a, 0] - half[b, 0]
+                if gap <= margin and dist > 1e-12:
+                    nv = nv / dist
+                    n = _push(out, n, joint[a], joint[b], cw[a] - half[a, 0] * nv,
+                              cw[b] + half[b, 0] * nv, nv, gap, key, mu, anchor, a,
+                              P + S + b)
+            else:
+                if nf >= FALLBACK.shape[0]:
+                    return -1, nf, Rw, cw
+                FALLBACK[nf, 0], FALLBACK[nf, 1] = a, P + S + b
+                nf += 1
+            if n < 0:
+                return -1, nf, Rw, cw
+        if n < 0:
+            return -1, nf, Rw, cw
+    return n, nf, Rw, cw
+
+
+class GeometryWorkspace:
+    """Pinocchio's per-step terms of a model with geometry contacts (``TermsWorkspace`` for
+    every joint): ``computeAllTerms`` and ``cholesky.decompose``, the arrays held as views.
+
+    Attributes:
+        support: (njoints, nv) bool, the velocity components that move joint j (row 0, the
+            universe, is empty: the static world contributes nothing to ``J_c``).
+    """
+
+    def __init__(self, model: pin.Model, data: pin.Data):
+        self.model, self.data = model, data
+        self.support = np.zeros((model.njoints, model.nv), dtype=bool)
+        for j in range(1, model.njoints):
+            for k in model.supports[j]:
+                if k > 0:
+                    self.support[j, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
+        self.compute(pin.neutral(model), np.zeros(model.nv))
+
+    def compute(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Run pinocchio's algorithms at (q, v) and take the views of the results."""
+        model, data = self.model, self.data
+        pin.computeAllTerms(model, data, q, v)
+        pin.cholesky.decompose(model, data)
+        # views are re-taken each step (a few µs): eigenpy may hand out copies of 3-vectors
+        self.J, self.nle, self.U, self.D = data.J, data.nle, data.U, data.D
+        r = range(model.njoints)
+        self.rotations = tuple(data.oMi[j].rotation for j in r)
+        self.translations = tuple(data.oMi[j].translation for j in r)
+        self.velocities = tuple(data.v[j].vector for j in r)
+        self.accelerations = tuple(data.a[j].vector for j in r)

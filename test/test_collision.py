@@ -1,0 +1,210 @@
+"""World files and contact detection (sim/world.py, sim/collision.py): analytic gaps and
+contact points, coal's signed distance as the reference for box pairs, schema errors."""
+
+from __future__ import annotations
+
+import coal
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.sim.collision import CollisionSettings, Detector
+from biped_contact_sim.sim.world import (
+    available_worlds,
+    build_world_model,
+    load_world,
+    object_state,
+    parse_world,
+    plane_frame,
+)
+
+
+def _objects_only(world_spec, q_objects=None, margin=0.01):
+    """A model of the world's free objects alone, its Data at q, and the detector."""
+    world = parse_world(world_spec)
+    model, joints = build_world_model(pin.Model(), world)
+    det = Detector(model, None, world, joints, CollisionSettings(margin))
+    data = model.createData()
+    q = object_state(world)[0] if q_objects is None else q_objects
+    pin.forwardKinematics(model, data, q)
+    return det, data, world, model
+
+
+def _box(name="crate", size=(0.2, 0.1, 0.05), z=0.025, rpy=(0.0, 0.0, 0.0), mass=1.0):
+    return {"name": name, "shape": "box", "size": list(size), "mass": mass,
+            "position": [0.0, 0.0, z], "rpy": list(rpy)}
+
+
+def test_box_flat_on_the_ground_touches_at_its_four_bottom_corners():
+    det, data, *_ = _objects_only({"objects": [_box(z=0.025 + 0.003)]})
+    c = det.detect(data)
+    assert len(c) == 4
+    np.testing.assert_allclose(c.phi, 0.003, atol=1e-12)
+    np.testing.assert_allclose(c.normal, np.tile([0.0, 0.0, 1.0], (4, 1)))
+    corners = {(round(x, 9), round(y, 9)) for x, y in c.p1[:, :2]}
+    assert corners == {(sx * 0.1, sy * 0.05) for sx in (-1, 1) for sy in (-1, 1)}
+    np.testing.assert_allclose(c.p1[:, 2], 0.003, atol=1e-12)
+    np.testing.assert_allclose(c.p2[:, 2], 0.0, atol=1e-12)
+    assert len(set(c.ids)) == 4 and (c.body2 == 0).all()
+
+
+def test_tilted_box_reports_each_corner_with_its_own_gap():
+    angle = 0.01
+    det, data, *_ = _objects_only({"objects": [_box(z=0.03, rpy=(0.0, angle, 0.0))]})
+    c = det.detect(data)
+    R = pin.rpy.rpyToMatrix(0.0, angle, 0.0)
+    expected = sorted(0.03 + (R @ np.array([sx * 0.1, sy * 0.05, -0.025]))[2]
+                      for sx in (-1, 1) for sy in (-1, 1))
+    assert len(c) == 4  # the top corners are 5 cm up: beyond the margin
+    np.testing.assert_allclose(sorted(c.phi), expected, atol=1e-12)
+
+
+def test_ramp_normal_and_frame():
+    alpha = np.radians(20.0)
+    n = [np.sin(alpha), 0.0, np.cos(alpha)]
+    world = {"ground": None, "planes": [{"name": "ramp", "normal": n}],
+             "objects": [{"name": "ball", "shape": "sphere", "radius": 0.1, "mass": 1.0,
+                          "position": [0.0, 0.0, 0.1 / np.cos(alpha) - 0.002]}]}
+    det, data, *_ = _objects_only(world)
+    c = det.detect(data)
+    assert len(c) == 1
+    np.testing.assert_allclose(c.phi[0], -0.002 * np.cos(alpha), atol=1e-12)
+    np.testing.assert_allclose(c.frames[0], plane_frame(np.array(n)), atol=1e-12)
+    np.testing.assert_allclose(c.frames[0][:, 0], [np.cos(alpha), 0.0, -np.sin(alpha)])
+
+
+def test_box_resting_on_a_static_table_gets_the_tables_normal_and_four_corners():
+    world = {"boxes": [{"name": "table", "size": [1.0, 1.0, 0.05], "position": [0, 0, 0.5]}],
+             "objects": [_box(z=0.525 + 0.025 - 0.001)]}
+    det, data, *_ = _objects_only(world)
+    c = det.detect(data)
+    assert len(c) == 4
+    np.testing.assert_allclose(c.phi, -0.001, atol=1e-12)
+    np.testing.assert_allclose(c.normal, np.tile([0.0, 0.0, 1.0], (4, 1)), atol=1e-12)
+
+
+def test_box_over_a_step_edge_touches_at_its_corners_on_the_step_and_on_the_edge():
+    """Half of a 0.2 m box overhangs a step whose edge is at x = 0: two corners on the step,
+    two points on the edge, all with the step's normal (+z)."""
+    world = {"ground": None,
+             "boxes": [{"name": "step", "size": [0.4, 1.0, 0.1], "position": [0.2, 0, 0.05]}],
+             "objects": [_box(z=0.1 + 0.025)]}
+    det, data, *_ = _objects_only(world)
+    c = det.detect(data)
+    assert len(c) == 4
+    xs = sorted(np.round(c.p1[:, 0], 9))
+    assert xs == [0.0, 0.0, 0.1, 0.1]
+    np.testing.assert_allclose(c.normal, np.tile([0.0, 0.0, 1.0], (4, 1)), atol=1e-12)
+    np.testing.assert_allclose(c.phi, 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("z, rpy", [(0.56, (0.0, 0.0, 0.3)), (0.548, (0.0, 0.0, 0.0)),
+                                    (0.6, (0.0, 0.02, 0.0))])
+def test_box_pair_gap_equals_coals_signed_distance(z, rpy):
+    """Face contacts: the deepest (smallest) gap equals coal.distance between the boxes."""
+    world = {"ground": None,
+             "boxes": [{"name": "table", "size": [1.0, 1.0, 0.05], "position": [0, 0, 0.5]}],
+             "objects": [_box(z=z, rpy=rpy)]}
+    det, data, *_ = _objects_only(world, margin=0.1)
+    c = det.detect(data)
+    T1 = coal.Transform3s(pin.rpy.rpyToMatrix(*rpy), np.array([0.0, 0.0, z]))
+    T2 = coal.Transform3s(np.eye(3), np.array([0.0, 0.0, 0.5]))
+    ref = coal.distance(coal.Box(0.2, 0.1, 0.05), T1, coal.Box(1.0, 1.0, 0.05), T2,
+                        coal.DistanceRequest(), coal.DistanceResult())
+    assert c.phi.min() == pytest.approx(ref, abs=1e-7)
+
+
+def test_sphere_on_box_and_sphere_on_sphere_gaps():
+    world = {"ground": None,
+             "boxes": [{"name": "table", "size": [1.0, 1.0, 0.1], "position": [0, 0, 0.0]}],
+             "objects": [{"name": "a", "shape": "sphere", "radius": 0.1, "mass": 1.0,
+                          "position": [0.2, 0.1, 0.05 + 0.1 + 0.004]},
+                         {"name": "b", "shape": "sphere", "radius": 0.05, "mass": 1.0,
+                          "position": [0.2, 0.1, 0.05 + 0.2 + 0.05 + 0.007]}]}
+    det, data, *_ = _objects_only(world)
+    c = det.detect(data)
+    assert sorted(np.round(c.phi, 9)) == [0.003, 0.004]
+    on_table = np.argmin(np.abs(c.phi - 0.004))
+    np.testing.assert_allclose(c.p2[on_table], [0.2, 0.1, 0.05], atol=1e-12)
+    pair = 1 - on_table
+    np.testing.assert_allclose(c.normal[pair], [0.0, 0.0, -1.0], atol=1e-12)  # from b to a
+
+
+def test_far_objects_are_culled_by_the_broad_phase():
+    world = {"boxes": [{"name": "table", "size": [1.0, 1.0, 0.05], "position": [5, 0, 0.5]}],
+             "objects": [_box(z=1.0), {"name": "ball", "shape": "sphere", "radius": 0.1,
+                                       "mass": 1.0, "position": [2.0, 0.0, 1.0]}]}
+    det, data, *_ = _objects_only(world)
+    assert len(det.detect(data)) == 0
+
+
+def test_biped_standing_touches_the_ground_at_its_eight_sole_corners():
+    robot = RobotModel.load("biped3d")
+    world = parse_world(None)
+    gm = pin.buildGeomFromUrdf(robot.model, str(robot.config.urdf_path),
+                               pin.GeometryType.COLLISION)
+    det = Detector(robot.model, gm, world)
+    data = robot.create_data()
+    q = robot.standing_configuration()
+    pin.framesForwardKinematics(robot.model, data, q)
+    c = det.detect(data)
+    soles = robot.point_positions(data, q)
+    assert len(c) == 8
+    np.testing.assert_allclose(np.sort(c.p1, axis=0), np.sort(soles, axis=0), atol=1e-9)
+    np.testing.assert_allclose(c.phi, 0.0, atol=1e-9)
+
+
+def test_cylinder_lying_on_the_ground_touches_at_the_two_ends_of_its_lowest_line():
+    robot = RobotModel.load("biped3d")
+    gm = pin.buildGeomFromUrdf(robot.model, str(robot.config.urdf_path),
+                               pin.GeometryType.COLLISION)
+    det = Detector(robot.model, gm, parse_world(None))
+    data = robot.create_data()
+    q = robot.configuration([0.0, 0.0, 0.2])
+    q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(np.pi / 2, 0.0, 0.0)).coeffs()  # on its side
+    pin.framesForwardKinematics(robot.model, data, q)
+    c = det.detect(data)
+    # every body's lowest points with their own gaps, checked against the geometry itself
+    for i in range(len(c)):
+        g = det.geoms
+        a = c.geom1[i]
+        if g.kind[a] != 2:
+            continue
+        oMg = data.oMi[g.joint[a]] * pin.SE3(g.R[a], g.t[a])
+        r, h = g.half[a, 0], g.half[a, 2]
+        axis = oMg.rotation[:, 2]
+        lowest = oMg.translation[2] - r * np.sqrt(1 - axis[2] ** 2) - h * abs(axis[2])
+        assert c.phi[i] >= lowest - 1e-9
+
+
+def test_world_files_load_and_schema_errors_name_the_key():
+    for name in available_worlds():
+        load_world(name)
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) 'colour' in boxes\[0\]"):
+        parse_world({"boxes": [{"name": "t", "size": [1, 1, 1], "position": [0, 0, 0],
+                                "colour": "red"}]})
+    with pytest.raises(ConfigError, match=r"objects\[0\].shape = 'cone'; allowed: box, sphere"):
+        parse_world({"objects": [{"name": "c", "shape": "cone", "mass": 1,
+                                  "position": [0, 0, 0]}]})
+    with pytest.raises(ConfigError, match=r"objects\[0\].mass = -1.0 must be a finite number > 0"):
+        parse_world({"objects": [_box(mass=-1)]})
+    with pytest.raises(ConfigError, match=r"boxes\[0\].size\[1\] = 0.0"):
+        parse_world({"boxes": [{"name": "t", "size": [1, 0, 1], "position": [0, 0, 0]}]})
+    with pytest.raises(ConfigError, match=r"planes\[0\].normal .* must not be zero"):
+        parse_world({"planes": [{"name": "p", "normal": [0, 0, 0]}]})
+    with pytest.raises(ConfigError, match=r"name 'ground' is used twice"):
+        parse_world({"planes": [{"name": "ground", "normal": [0, 0, 1]}]})
+    with pytest.raises(ConfigError, match=r"restitution = 2 must be in \[0, 1\]"):
+        parse_world({"materials": {"default": {"mu": 0.5, "restitution": 2}}})
+    with pytest.raises(ConfigError, match=r"Unknown world: 'nowhere'. Valid names: "):
+        load_world("nowhere")
+
+
+def test_material_pairs_and_default():
+    world = parse_world({"materials": {"default": {"mu": 0.7},
+                                       "pairs": [{"between": ["ice", "robot"], "mu": 0.05}]}})
+    assert world.law("robot", "ice").mu == 0.05 and world.law("ice", "robot").mu == 0.05
+    assert world.law("robot", "wood").mu == 0.7
+    assert parse_world({}, mu=0.3).law("a", "b").mu == 0.3
