@@ -20,10 +20,13 @@ Before timing, the peer must stand: ``Σ f_n / (m g) = 1`` (within ``STAND_TOLER
 Timing is **interleaved** and single-threaded: in every round the peer takes ``block`` steps,
 then each of our simulators takes ``block`` steps, each block timed on its own; the figures
 are medians over the rounds of the per-step time, and a ratio compares two medians of the
-same rounds (load from other processes shifts both alike). Rows:
+same rounds (load from other processes shifts both alike). The clock is the CPU time of the
+benchmarking thread (``time.thread_time``): on a shared machine, wall time would also count
+the moments the process waits for a core. Rows:
 
-* ``results``: ``sim.step`` of each contact model on the scenario (the controller runs but is
-  not timed), ``ratio_to_peer`` = our median µs per step / the peer's;
+* ``results``: ``sim.step`` of each contact model on the scenario, the robot held like the
+  peer (``joint_pd``: the same gains and feed-forward, computed between the timed steps),
+  ``ratio_to_peer`` = our median µs per step / the peer's;
 * ``closed_loop``: a whole ``biped-sim run`` loop (controller, step, observers) per simulated
   millisecond against the peer's ``mj_step`` per simulated millisecond, for ``stand`` (wbc)
   and ``walk`` (ctc), with the real-time factor of that loop.
@@ -57,6 +60,7 @@ PEER_MISSING = ("the MuJoCo peer needs the 'mujoco' Python package, which is not
 PEER_SETTLE_S = 1.0  # [s] simulated before the stand check
 STAND_TOLERANCE = 0.02  # |Σ f_n / (m g) − 1| allowed for the peer to count as standing
 BLOCK = 20  # steps per timed block
+CLOCK = time.thread_time  # CPU time of this thread (module docstring)
 CLOSED_LOOP = (("stand", "wbc", "penalty_fl"), ("walk", "ctc", "penalty_fl"),
                ("stand", "wbc", "gauss_seidel"), ("walk", "ctc", "gauss_seidel"))
 SMOKE_STEPS = 10  # --smoke: a few blocks of this many steps, only to check the outputs
@@ -146,12 +150,12 @@ class MujocoPeer:
         self._step = mj.mj_step
 
     def step(self, n: int) -> float:
-        """n calls of ``mj_step``; returns their wall time [s]."""
+        """n calls of ``mj_step``; returns their CPU time [s] (``CLOCK``)."""
         model, data, step = self.model, self.data, self._step
-        start = time.perf_counter()
+        start = CLOCK()
         for _ in range(n):
             step(model, data)
-        return time.perf_counter() - start
+        return CLOCK() - start
 
     def normal_force_ratio(self) -> float:
         """Σ f_n over the active contacts divided by m g."""
@@ -204,14 +208,30 @@ def make_peer(scenario: str) -> MujocoPeer:
 Timer = Callable[[int], "float | None"]
 
 
-def _step_timer(session: Run) -> Timer:
-    """Advance a run by n steps; the time of its ``sim.step`` calls only (None if the run
-    ended within the block)."""
-    def timer(n: int) -> float | None:
-        before, k = session.result.step_time_s, session.k
-        session.advance(n)
-        return session.result.step_time_s - before if session.k - k == n else None
-    return timer
+class StepBench:
+    """n steps of a simulator under its hold, the ``sim.step`` calls timed (``CLOCK``), the
+    hold computed between them untimed; the first error ends it."""
+
+    def __init__(self, sim, control):
+        self.sim, self.control = sim, control
+        self.zero = np.zeros(sim.robot.n_joints)
+        self.error: str | None = None
+
+    def __call__(self, n: int) -> float | None:
+        sim, control = self.sim, self.control
+        if self.error is not None:
+            return None
+        elapsed = 0.0
+        try:
+            for _ in range(n):
+                tau = control(sim.t, sim.q, sim.v) if control is not None else self.zero
+                start = CLOCK()
+                sim.step(tau)
+                elapsed += CLOCK() - start
+        except BipedSimError as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            return None
+        return elapsed
 
 
 def _loop_timer(session: Run) -> Timer:
@@ -278,40 +298,35 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
             f"{info.solver} solver, {info.cone} cones, {info.integrator}; stands with "
             f"Σf_n/mg = {info.normal_force_ratio:.4f}")
 
-    # 1. sim.step per contact model (the scenario's controller runs untimed).
-    sessions, rows = {}, {}
+    # 1. sim.step per contact model, under the peer's hold (joint PD with gravity feed-forward,
+    #    computed between the timed steps) when the robot has one.
+    benches, rows = {}, {}
+    hold = "joint_pd" if sc.biped else None
     for model in models:
         row: dict[str, Any] = {"contact_model": model, "scenario": scenario,
-                               "median_step_us": None, "mean_step_us": None, "steps": 0,
-                               "error": None, "peer": out["peer"], "peer_step_us": None,
-                               "ratio_to_peer": None}
+                               "controller": hold or sc.controller, "median_step_us": None,
+                               "mean_step_us": None, "steps": 0, "error": None,
+                               "peer": out["peer"], "peer_step_us": None, "ratio_to_peer": None}
         rows[model] = row
         try:
-            # Long enough for every timed block: the run must not end before the bench does.
-            session = Run(scenario, model, duration=(steps + BENCH_WARMUP_STEPS) * sc.dt,
-                          record_rate=1.0)
-            session.advance(BENCH_WARMUP_STEPS)  # warm-up: imports, caches, compiled kernels
-            session.result.step_time_s = 0.0
+            _, _, _, sim, _, control, *_ = build(scenario, model, controller=hold)
         except ConfigError as exc:
             row["error"] = f"refused: {exc}"
             continue
-        sessions[model] = session
+        benches[model] = StepBench(sim, control)
+        benches[model](BENCH_WARMUP_STEPS)  # warm-up: imports, caches, compiled kernels
     timers: dict[str, Timer] = {"peer": mj_peer.step} if mj_peer is not None else {}
-    for model, session in sessions.items():
-        timers[model] = _step_timer(session)
-    log(f"{scenario}, dt = {sc.dt:g} s: sim.step, {steps} steps per model, interleaved in "
-        f"blocks of {block}")
+    timers.update(benches)
+    log(f"{scenario}, dt = {sc.dt:g} s: sim.step under {hold or sc.controller}, {steps} steps "
+        f"per model, interleaved in blocks of {block}")
     times = interleave(timers, steps, block)
     peer_us = _median_us(times.get("peer", []))
     for model, row in rows.items():
-        if model in sessions:
-            session = sessions[model]
-            result = session.result
-            row.update(median_step_us=_median_us(times[model]),
-                       mean_step_us=1e6 * result.step_time_s / max(1, len(times[model])),
-                       steps=len(times[model]), error=result.error,
-                       peer_step_us=peer_us, ratio_to_peer=_ratio(_median_us(times[model]),
-                                                                  peer_us))
+        if model in benches:
+            med = _median_us(times[model])
+            row.update(median_step_us=med, steps=len(times[model]), error=benches[model].error,
+                       mean_step_us=1e6 * float(np.mean(times[model])) if times[model] else None,
+                       peer_step_us=peer_us, ratio_to_peer=_ratio(med, peer_us))
         out["results"].append(row)
         log(_row_text(model, row))
     if peer_us is not None:
@@ -329,7 +344,7 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
                    "peer": out["peer"], "peer_us_per_sim_ms": None, "ratio_to_peer": None}
             loop_rows.append((key, row))
             try:
-                loops[key] = session = Run(scen, model, controller, record_rate=None)
+                loops[key] = session = Run(scen, model, controller, record_rate=None, clock=CLOCK)
             except ConfigError as exc:
                 row["error"] = f"refused: {exc}"
                 continue

@@ -18,41 +18,123 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
+from numba import njit
 
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.robot.kernels import (
+    inverse_udut,
+    packed_acceleration,
+    refresh_free_motion,
+    unpack,
+    unpack_views,
+)
 
 _XYZ = np.arange(3)
 
 
-@dataclass
 class ContactState:
-    """The contact points at (q, v), in contact frames (see the module docstring)."""
+    """The contact points at (q, v), in contact frames (see the module docstring).
 
-    dt: float
-    phi: np.ndarray  # (m,)
-    vc: np.ndarray  # (m, 3)
-    Jc: np.ndarray  # (3m, nv)
-    gamma_c: np.ndarray  # (3m,)
-    Minv: np.ndarray  # (nv, nv)
-    tau_free: np.ndarray  # (nv,) Sᵀτ − h
-    p_tangent: np.ndarray  # (m, 2) tangential coordinates of the points on their surface
-    mu: np.ndarray  # (m,) friction coefficients
+    Built either from a dense ``Minv`` (tests, small examples) or, by the simulator, from one
+    per-step buffer ``packed = (W, m, nv, nj)`` (``robot.kernels.step_terms``/``unpack``) that
+    holds J_c, γ_c, τ_free, a_free and pinocchio's factor ``M = U D Uᵀ`` with
+    ``X = D^{-1/2} U⁻¹ J_cᵀ``: then ``G = XᵀX`` without forming M⁻¹, the compiled kernels read
+    W directly, and the arrays (and ``Minv``) are made only if Python code reads them.
+    ``a_free`` follows ``tau_free`` (assigning ``tau_free`` recomputes it).
 
-    _a_free: np.ndarray | None = field(default=None, repr=False)
+    Attributes:
+        dt: time step [s].
+        phi: (m,) gaps; vc: (m, 3) contact-frame velocities; Jc: (3m, nv) contact-frame
+            Jacobians; gamma_c: (3m,) drifts; tau_free: (nv,) ``Sᵀτ − h`` (+ external forces);
+            p_tangent: (m, 2); mu: (m,) friction coefficients.
+        ids: (m,) int contact ids: a point keeps its id while it stays in the contact set, so
+            per-point state (stiction anchors, warm starts) is keyed by id, not by position in
+            the arrays (the set changes size from step to step once bodies collide).
+    """
+
+    __slots__ = ("_Jc", "_Minv", "_a_free", "_gamma_c", "_packed", "_tau_free", "_views", "dt",
+                 "ids", "mu", "p_tangent", "phi", "vc")
+
+    def __init__(self, dt: float, phi: np.ndarray, vc: np.ndarray, Jc: np.ndarray | None = None,
+                 gamma_c: np.ndarray | None = None, Minv: np.ndarray | None = None,
+                 tau_free: np.ndarray | None = None, p_tangent: np.ndarray | None = None,
+                 mu: np.ndarray | None = None, ids: np.ndarray | None = None, *,
+                 packed: tuple[np.ndarray, int, int, int] | None = None):
+        if packed is None and (Minv is None or Jc is None or gamma_c is None
+                               or tau_free is None):
+            raise ValueError("ContactState needs Jc, gamma_c, Minv and tau_free, or packed")
+        self.dt, self.phi, self.vc = dt, phi, vc
+        m = len(phi)
+        self.p_tangent = np.zeros((m, 2)) if p_tangent is None else p_tangent
+        self.mu = mu
+        self.ids = np.arange(m) if ids is None else ids
+        self._Jc, self._gamma_c, self._Minv, self._tau_free = Jc, gamma_c, Minv, tau_free
+        self._a_free = None
+        self._packed = packed
+        self._views = None
+
+    def _unpacked(self) -> tuple[np.ndarray, ...]:
+        if self._views is None:
+            self._views = unpack_views(*self._packed)
+        return self._views
+
+    @property
+    def packed(self) -> tuple[np.ndarray, int, int, int] | None:
+        """``(W, m, nv, nj)`` for the compiled kernels (``robot.kernels.unpack``), or None."""
+        return self._packed
 
     @property
     def n_points(self) -> int:
         return len(self.phi)
 
     @property
+    def Jc(self) -> np.ndarray:
+        return self._Jc if self._packed is None else self._unpacked()[0]
+
+    @property
+    def gamma_c(self) -> np.ndarray:
+        return self._gamma_c if self._packed is None else self._unpacked()[1]
+
+    @property
+    def tau_free(self) -> np.ndarray:
+        return self._tau_free if self._packed is None else self._unpacked()[5]
+
+    @tau_free.setter
+    def tau_free(self, value: np.ndarray) -> None:
+        if self._packed is None:
+            self._tau_free = value
+            self._a_free = None
+        else:  # in the buffer, so the kernels see it; a_free follows
+            self._unpacked()[5][:] = value
+            refresh_free_motion(*self._packed)
+
+    @property
+    def factor(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(U, D, X)`` with ``M = U D Uᵀ`` and ``X = D^{-1/2} U⁻¹ J_cᵀ``, or None."""
+        if self._packed is None:
+            return None
+        views = self._unpacked()
+        return views[3], views[4], views[2]
+
+    @property
+    def Minv(self) -> np.ndarray:
+        """M⁻¹ (nv, nv), from the factor on first use when the state was built from it."""
+        if self._Minv is None:
+            views = self._unpacked()
+            self._Minv = inverse_udut(views[3], views[4])
+        return self._Minv
+
+    @property
     def a_free(self) -> np.ndarray:
         """``M⁻¹(Sᵀτ − h)``, the acceleration without contact forces (computed once)."""
+        if self._packed is not None:
+            return self._unpacked()[6]
         if self._a_free is None:
-            self._a_free = self.Minv @ self.tau_free
+            self._a_free = self._Minv @ self._tau_free
         return self._a_free
 
     def delassus(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -60,6 +142,8 @@ class ContactState:
 
         Rows are ordered (t₁, t₂, n) per point, so ``p̈_c = G f + b`` (docs/methods.md §1).
         """
+        if self._packed is not None:
+            return packed_delassus(*self._packed, np.asarray(idx, dtype=np.int64))
         if len(idx) == self.n_points:  # all points: no copies
             Jc, gamma = self.Jc, self.gamma_c
         else:
@@ -67,14 +151,74 @@ class ContactState:
             Jc, gamma = self.Jc[rows], self.gamma_c[rows]
         return Jc @ (self.Minv @ Jc.T), Jc @ self.a_free + gamma
 
+    def contact_acceleration(self, f: np.ndarray) -> np.ndarray:
+        """``v̇ = a_free + M⁻¹ J_cᵀ f`` for contact-frame forces f (m, 3)."""
+        if self._packed is not None:
+            return packed_acceleration(*self._packed, f.reshape(-1))
+        return self.a_free + self.Minv @ (self.Jc.T @ f.reshape(-1))
 
-@dataclass
+
+@njit(cache=True)
+def packed_delassus(W, m, nv, nj, idx):
+    """``delassus_from_factor`` on the buffer of ``robot.kernels.step_terms``."""
+    Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
+    return delassus_from_factor(X, Jc, af, gc, idx)
+
+
+@njit(cache=True)
+def delassus_from_factor(X, Jc, a_free, gamma_c, idx):
+    """``G = X_Iᵀ X_I`` and ``b = J_c,I a_free + γ_c,I`` over the rows I of points idx."""
+    k = idx.shape[0]
+    nv = X.shape[0]
+    n = 3 * k
+    Xa = np.empty((nv, n))  # the columns of the points idx, contiguous for BLAS
+    b = np.empty(n)
+    for t in range(k):
+        for c in range(3):
+            col = 3 * idx[t] + c
+            for j in range(nv):
+                Xa[j, 3 * t + c] = X[j, col]
+            s = gamma_c[col]
+            for j in range(nv):
+                s += Jc[col, j] * a_free[j]
+            b[3 * t + c] = s
+    return Xa.T @ Xa, b
+
+
+class Stats(Mapping):
+    """Per-step solver statistics: names and a float array (a read-only mapping).
+
+    Models that declare ``stat_names`` fill one array per step instead of a dictionary; the
+    runner stacks the arrays, readers index by name as before.
+    """
+
+    __slots__ = ("names", "values")
+
+    def __init__(self, names: tuple[str, ...], values: np.ndarray):
+        self.names, self.values = names, values
+
+    def __getitem__(self, key: str) -> float:
+        try:
+            return float(self.values[self.names.index(key)])
+        except ValueError:
+            raise KeyError(key) from None
+
+    def __iter__(self):
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
 class ContactResult:
-    """Per-point forces (m, 3) in contact frames, the active set, and solver statistics."""
+    """Per-point forces (m, 3) in contact frames, the active set, and solver statistics
+    (a ``Stats`` or a dict)."""
 
-    f: np.ndarray
-    active: np.ndarray
-    stats: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("active", "f", "stats")
+
+    def __init__(self, f: np.ndarray, active: np.ndarray, stats: Mapping | None = None):
+        self.f, self.active = f, active
+        self.stats = {} if stats is None else stats
 
 
 class ContactModel(ABC):
@@ -86,6 +230,8 @@ class ContactModel(ABC):
 
     name: ClassVar[str]
     Settings: ClassVar[type]
+    #: names of the statistics when ``compute`` returns them as a ``Stats`` array (else a dict)
+    stat_names: ClassVar[tuple[str, ...]] = ()
     #: integrators the model supports ("rk4" only for force-based models).
     integrators: ClassVar[tuple[str, ...]] = ("semi_implicit_euler", "rk4")
 

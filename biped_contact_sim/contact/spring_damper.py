@@ -21,8 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
-from biped_contact_sim.contact.base import ContactModel, ContactResult, ContactState, positive
+from biped_contact_sim.contact.base import (
+    ContactModel,
+    ContactResult,
+    ContactState,
+    Stats,
+    positive,
+)
 from biped_contact_sim.errors import ConfigError
 
 LAWS = ("linear", "hunt_crossley")
@@ -71,11 +78,38 @@ class SpringDamperContact(ContactModel):
 
     name = "spring_damper"
     Settings = SpringDamperSettings
+    stat_names = ("sliding", "min_normal_force")
+
+    def __init__(self, **settings):
+        super().__init__(**settings)
+        s = self.settings
+        # The kernel's settings in one array (one argument to type-check per call).
+        self._params = np.array([s.stiffness, s.damping, float(s.law == "linear"),
+                                 float(s.clamp), s.hc_exponent, s.hc_damping,
+                                 s.tangential_stiffness, s.tangential_damping])
 
     def reset(self, n_points: int) -> None:
         self._anchor = np.full((n_points, 2), np.nan)  # NaN: not in contact, no anchor
+        # Anchors by contact id (ContactState.ids): sorted ids and their anchors.
+        self._anchor_ids = np.zeros(0, dtype=np.int64)
+        self._anchors = np.zeros((0, 2))
 
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
+        """Eq. 2 (or Hunt–Crossley) and the stiction spring by the compiled ``spring_step``;
+        anchors are kept per contact id, so they follow a point whatever its position in the
+        arrays."""
+        if getattr(self, "_anchor_ids", None) is None:
+            self.reset(state.n_points)
+        f, active, ids, anchors, stats = spring_step(
+            state.ids, self._anchor_ids, self._anchors, state.phi, state.vc, state.p_tangent,
+            state.mu, self._params)
+        if commit:
+            self._anchor_ids, self._anchors = ids, anchors
+        return ContactResult(f, active, Stats(self.stat_names, stats))
+
+    def compute_reference(self, state: ContactState, commit: bool = True) -> ContactResult:
+        """The numpy implementation (anchors by position in the arrays): the reference the
+        compiled kernel is tested against."""
         s = self.settings
         m = state.n_points
         if getattr(self, "_anchor", None) is None or len(self._anchor) != m:
@@ -113,3 +147,88 @@ class SpringDamperContact(ContactModel):
         if commit:
             self._anchor = anchor
         return ContactResult(f, active, stats)
+
+
+@njit(cache=True)
+def spring_step(ids, known_ids, anchors, phi, vc, pt, mu, params):
+    """``spring_forces`` with the anchors looked up by contact id (``known_ids`` sorted) and
+    returned sorted by id, only for the points that keep one."""
+    ids = ids.astype(np.int64)
+    anchor = lookup_anchors(known_ids, anchors, ids)
+    f, active, out, stats = spring_forces(phi, vc, pt, mu, anchor, params[0], params[1],
+                                          params[2] != 0.0, params[3] != 0.0, params[4],
+                                          params[5], params[6], params[7])
+    keep = np.flatnonzero(~np.isnan(out[:, 0]))
+    order = keep[np.argsort(ids[keep], kind="mergesort")]
+    new_ids = ids[order]
+    new_anchors = np.empty((order.shape[0], 2))
+    for t in range(order.shape[0]):
+        new_anchors[t, 0] = out[order[t], 0]
+        new_anchors[t, 1] = out[order[t], 1]
+    return f, active, new_ids, new_anchors, stats
+
+
+@njit(cache=True)
+def lookup_anchors(known_ids, anchors, ids):
+    """Anchors (m, 2) of the points with ``ids`` (NaN where a point has none); ``known_ids``
+    sorted."""
+    m = ids.shape[0]
+    out = np.full((m, 2), np.nan)
+    n = known_ids.shape[0]
+    if n == 0:
+        return out
+    pos = np.searchsorted(known_ids, ids)
+    for i in range(m):
+        j = pos[i]
+        if j < n and known_ids[j] == ids[i]:
+            out[i, 0] = anchors[j, 0]
+            out[i, 1] = anchors[j, 1]
+    return out
+
+
+@njit(cache=True)
+def spring_forces(phi, vc, pt, mu, anchor, kp, kv, linear, clamp, hc_n, hc_c, kt, dt_):
+    """Normal law (eq. 2 or Hunt–Crossley) and the stiction spring of the module docstring.
+
+    Args:
+        anchor: (m, 2) anchors at the start of the step (NaN: none); a copy is updated.
+
+    Returns:
+        f (m, 3), active (m,), the anchors after the step (NaN off contact) and the
+        statistics (sliding points, smallest normal force of the active points or 0).
+    """
+    m = phi.shape[0]
+    f = np.zeros((m, 3))
+    active = phi < 0.0
+    out = anchor.copy()
+    sliding = 0
+    fmin = np.inf
+    for i in range(m):
+        if not active[i]:
+            out[i, 0] = np.nan
+            out[i, 1] = np.nan
+            continue
+        delta, ddot = -phi[i], -vc[i, 2]
+        if linear:
+            fn = kp * delta + kv * ddot
+        else:
+            fn = kp * delta ** hc_n * (1.0 + hc_c * ddot)
+        if clamp:
+            fn = max(fn, 0.0)
+        if np.isnan(out[i, 0]):  # touch-down: anchor where the point entered
+            out[i, 0], out[i, 1] = pt[i, 0], pt[i, 1]
+        f1 = -kt * (pt[i, 0] - out[i, 0]) - dt_ * vc[i, 0]
+        f2 = -kt * (pt[i, 1] - out[i, 1]) - dt_ * vc[i, 1]
+        limit = mu[i] * max(fn, 0.0)
+        norm = np.sqrt(f1 * f1 + f2 * f2)
+        if norm > limit:
+            scale = limit / norm if norm > 0.0 else limit
+            f1 *= scale
+            f2 *= scale
+            out[i, 0] = pt[i, 0] + (f1 + dt_ * vc[i, 0]) / kt
+            out[i, 1] = pt[i, 1] + (f2 + dt_ * vc[i, 1]) / kt
+            sliding += 1
+        f[i, 0], f[i, 1], f[i, 2] = f1, f2, fn
+        fmin = min(fmin, fn)
+    stats = np.array([float(sliding), fmin if fmin < np.inf else 0.0])
+    return f, active, out, stats

@@ -259,3 +259,68 @@ class RobotModel:
             W = _skew(w)
             gamma[sl] = acc.linear + r @ (_skew(acc.angular) + W @ W).T
         return RobotTerms(M_upper, Minv, h, p, J.reshape(3 * m, model.nv), gamma.ravel())
+
+
+class TermsWorkspace:
+    """Per-step robot terms for one ``Data``, read in place from pinocchio (the simulator's fast
+    path; ``RobotModel.terms`` is the reference it is tested against).
+
+    ``compute(q, v)`` runs two C++ algorithms: ``computeAllTerms`` (FK with the joint spatial
+    velocities and q̈ = 0 accelerations, M, h, the WORLD joint Jacobians J, kinetic and
+    potential energy) and ``cholesky.decompose`` (the tree-sparse ``M = U D Uᵀ``). The arrays
+    they fill are held as views of the Data, taken once here, so a step costs two binding
+    calls; ``robot.kernels`` then evaluates the point terms and solves.
+
+    Attributes:
+        point_body: (m,) index into ``joints`` of the joint carrying point i.
+        local: (m, 3) point i in its joint frame.
+        support: (nb, nv) bool, the velocity components that move joint b.
+    """
+
+    def __init__(self, robot: RobotModel, data: pin.Data):
+        model = robot.model
+        self.model, self.data = model, data
+        frames = [model.frames[f] for f in robot.point_frame_ids]
+        self.joints = tuple(sorted({f.parentJoint for f in frames}))
+        self.point_body = np.array([self.joints.index(f.parentJoint) for f in frames],
+                                   dtype=np.int64)
+        self.local = np.array([f.placement.translation for f in frames]).reshape(-1, 3)
+        self.support = np.zeros((len(self.joints), model.nv), dtype=bool)
+        for b, j in enumerate(self.joints):
+            for k in model.supports[j]:
+                if k > 0:
+                    self.support[b, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
+        # eigenpy returns views of Data's members; check it (a copy would freeze the terms, so
+        # then they are fetched again at every step).
+        self._live = True
+        self._views()
+        self.compute(pin.neutral(model), np.zeros(model.nv))
+        before = [x.copy() for x in self._all_views()]
+        self.compute(pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq)),
+                     np.ones(model.nv))
+        self._live = any(np.any(a != b) for a, b in zip(self._all_views(), before, strict=True))
+        self._views()
+
+    def _views(self) -> None:
+        data = self.data
+        self.J, self.nle, self.U, self.D = data.J, data.nle, data.U, data.D
+        self.rotations = tuple(data.oMi[j].rotation for j in self.joints)
+        self.translations = tuple(data.oMi[j].translation for j in self.joints)
+        self.velocities = tuple(data.v[j].vector for j in self.joints)
+        self.accelerations = tuple(data.a[j].vector for j in self.joints)
+
+    def _all_views(self) -> list[np.ndarray]:
+        return [self.J, self.nle, self.U, self.D, *self.rotations, *self.translations,
+                *self.velocities, *self.accelerations]
+
+    def compute(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Run pinocchio's algorithms at (q, v); the views then hold the new terms."""
+        pin.computeAllTerms(self.model, self.data, q, v)
+        pin.cholesky.decompose(self.model, self.data)
+        if not self._live:
+            self._views()
+
+    @property
+    def energy(self) -> tuple[float, float]:
+        """Kinetic and potential energy at the last (q, v) [J] (computed by computeAllTerms)."""
+        return self.data.kinetic_energy, self.data.potential_energy

@@ -15,15 +15,17 @@ becomes NaN/Inf or faster than ``max_speed`` raises ``DivergenceError`` and is n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
+from numba import njit
 
 from biped_contact_sim.contact import ContactModel, ContactState
 from biped_contact_sim.errors import DIVERGED, ConfigError, DivergenceError, InputError
-from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.robot import RobotModel, TermsWorkspace
+from biped_contact_sim.robot.kernels import euler_step, euler_velocity, step_terms
 from biped_contact_sim.sim.terrain import PlaneTerrain
 
 INTEGRATORS = ("semi_implicit_euler", "rk4")
@@ -64,24 +66,63 @@ class ExternalForce:
     t_end: float = float("inf")
 
 
-@dataclass
 class StepResult:
-    """Everything one step produced (state after the step, forces over the step)."""
+    """Everything one step produced (state after the step, forces over the step).
 
-    t: float
-    q: np.ndarray
-    v: np.ndarray
-    a: np.ndarray  # mean v̇ over the step, (v⁺ − v)/dt
-    tau: np.ndarray  # applied (clamped) torques
-    p: np.ndarray  # (m, 3) point positions at the start of the step
-    phi: np.ndarray  # (m,) gaps at the start of the step
-    vc: np.ndarray  # (m, 3) contact-frame point velocities at the start of the step
-    f_contact: np.ndarray  # (m, 3) forces in contact frames
-    f_world: np.ndarray  # (m, 3) forces in the world frame
-    active: np.ndarray  # (m,) bool
-    stats: dict[str, Any] = field(default_factory=dict)
-    vc_next: np.ndarray | None = None  # (m, 3) contact-frame velocities J_c v⁺ after the step
-    f_external: np.ndarray | None = None  # (3,) external force applied over the step (world)
+    Attributes:
+        t, q, v: time and state after the step.
+        a: mean v̇ over the step, (v⁺ − v)/dt.
+        tau: applied (clamped) torques.
+        p: (m, 3) point positions at the start of the step (world).
+        phi: (m,) gaps, vc: (m, 3) contact-frame point velocities, at the start of the step.
+        f_contact: (m, 3) forces in contact frames; f_world: the same in the world frame.
+        active: (m,) bool.
+        stats: the contact model's statistics (a mapping).
+        vc_next: (m, 3) contact-frame velocities J_c v⁺ after the step.
+        f_external: (3,) external force applied over the step (world) or None.
+        ids: (m,) contact ids of the points (``ContactState.ids``).
+        placements: (nb, 3, 4) ``[R | t]`` at the start of the step of the joints carrying
+            points (``TermsWorkspace.joints``), for the observers.
+    """
+
+    __slots__ = ("_R", "_f_world", "a", "active", "f_contact", "f_external", "ids", "p", "phi",
+                 "placements", "q", "stats", "t", "tau", "v", "vc", "vc_next")
+
+    def __init__(self, t: float, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau: np.ndarray,
+                 p: np.ndarray, phi: np.ndarray, vc: np.ndarray, f_contact: np.ndarray,
+                 f_world: np.ndarray | None, active: np.ndarray, stats: Mapping | None = None,
+                 vc_next: np.ndarray | None = None, f_external: np.ndarray | None = None,
+                 ids: np.ndarray | None = None, placements: np.ndarray | None = None,
+                 R: np.ndarray | None = None):
+        self.t, self.q, self.v, self.a, self.tau = t, q, v, a, tau
+        self.p, self.phi, self.vc, self.f_contact, self._f_world = p, phi, vc, f_contact, f_world
+        self.active, self.stats = active, {} if stats is None else stats
+        self.vc_next, self.f_external, self.ids, self.placements = vc_next, f_external, ids, \
+            placements
+        self._R = R
+
+    @property
+    def f_world(self) -> np.ndarray:
+        """(m, 3) contact forces in the world frame (rotated on first use)."""
+        if self._f_world is None:
+            self._f_world = self.f_contact if self._R is None else self.f_contact @ self._R.T
+        return self._f_world
+
+
+class StepTerms:
+    """What ``Simulator.contact_state`` returns besides the state: the world positions p (m, 3)
+    of the points, the joint placements (nb, 3, 4) at (q, v) and the clamped τ."""
+
+    __slots__ = ("_W", "_nj", "p", "placements")
+
+    def __init__(self, p: np.ndarray, placements: np.ndarray, W: np.ndarray, nj: int):
+        self.p, self.placements, self._W, self._nj = p, placements, W, nj
+
+    @property
+    def tau(self) -> np.ndarray:
+        """The clamped τ (a copy of the last entries of the step buffer, so that a kept
+        ``StepResult`` does not keep the whole buffer alive)."""
+        return self._W[len(self._W) - self._nj:].copy()
 
 
 class Simulator:
@@ -105,12 +146,21 @@ class Simulator:
         self.settings = settings or SimSettings()
         contact.check(self.settings.dt, self.settings.integrator)
         self.data = robot.create_data()
-        self._external: list[tuple[ExternalForce, int]] = []
+        self.workspace = TermsWorkspace(robot, self.data)
+        self._external: list[tuple[ExternalForce, int, np.ndarray]] = []
         self._R = self.terrain.R
-        self._flat = self.terrain.flat
-        self._origin = np.array([0.0, 0.0, self.terrain.height])
+        self._frames = self._R[None].copy()  # one contact frame shared by every point
+        self._origins = np.array([[0.0, 0.0, self.terrain.height]])
         self._limit = robot.effort_limit
         self._mu = np.full(robot.n_points, self.terrain.mu)
+        self._ids = np.arange(robot.n_points)
+        self._v_idx = robot.v_idx.astype(np.int64)
+        self._zero_nv = np.zeros(robot.nv)
+        self._n_joints = robot.n_joints
+        self._nv = robot.nv
+        self._f_ext: np.ndarray | None = None
+        self._euler = self.settings.integrator == "semi_implicit_euler"
+        self._R_world = None if self.terrain.flat else self._R  # f_world = f Rᵀ (None: f)
         self.reset(pin.neutral(robot.model))
 
     @property
@@ -118,12 +168,18 @@ class Simulator:
         return self.settings.dt
 
     def reset(self, q: np.ndarray, v: np.ndarray | None = None, t: float = 0.0) -> None:
-        """Set the state (and forget the contact model's internal state)."""
+        """Set the state (and forget the contact model's internal state).
+
+        Raises:
+            InputError: wrong lengths or a value that is not finite; nothing changes.
+        """
         q = np.asarray(q, float)
         v = np.zeros(self.robot.nv) if v is None else np.asarray(v, float)
         if q.shape != (self.robot.nq,) or v.shape != (self.robot.nv,):
             raise InputError(f"reset: q must have length {self.robot.nq} and v {self.robot.nv}; "
                              f"got {q.shape} and {v.shape}")
+        if not (np.isfinite(q).all() and np.isfinite(v).all() and np.isfinite(t)):
+            raise InputError("reset: q, v and t must be finite")
         self.q, self.v, self.t = q.copy(), v.copy(), float(t)
         self.contact.reset(self.robot.n_points)
 
@@ -140,22 +196,22 @@ class Simulator:
         force = np.asarray(external.force, float)
         if force.shape != (3,) or not np.isfinite(force).all():
             raise ConfigError(f"external force {external.force!r} must be 3 finite numbers [N]")
-        self._external.append((external, model.getFrameId(external.frame)))
+        self._external.append((external, model.getFrameId(external.frame), force))
 
     def clear_external_forces(self) -> None:
         self._external = []
 
-    def _external_force(self, t: float, tau_free: np.ndarray) -> np.ndarray | None:
-        """Add ``Σ J_linᵀ F`` of the forces active at t to ``tau_free`` (after ``terms``)."""
-        total = None
-        for ext, frame_id in self._external:
+    def _external_force(self, t: float) -> tuple[np.ndarray, np.ndarray | None]:
+        """``Σ J_linᵀ F`` of the forces active at t (after ``workspace.compute``) and their sum
+        (None when none is active)."""
+        gen, total = self._zero_nv, None
+        for ext, frame_id, force in self._external:
             if ext.t_start <= t < ext.t_end:
-                force = np.asarray(ext.force, float)
                 J = pin.getFrameJacobian(self.robot.model, self.data, frame_id,
                                          pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3]
-                tau_free += J.T @ force
+                gen = gen + J.T @ force
                 total = force if total is None else total + force
-        return total
+        return gen, total
 
     def clamp_torque(self, tau) -> np.ndarray:
         """Validate τ (length n, finite) and clamp it to the effort limits.
@@ -163,74 +219,110 @@ class Simulator:
         Raises:
             InputError: wrong length or NaN/Inf; the state is unchanged.
         """
-        tau = np.asarray(tau, dtype=float)
-        n = self.robot.n_joints
-        if tau.shape != (n,):
-            raise InputError(f"torque command has shape {tau.shape}; expected ({n},) for joints "
+        if type(tau) is not np.ndarray or tau.dtype != np.float64:
+            tau = np.asarray(tau, dtype=float)
+        if tau.shape != (self._n_joints,):
+            raise InputError(f"torque command has shape {tau.shape}; expected "
+                             f"({self._n_joints},) for joints "
                              + ", ".join(self.robot.actuated_joint_names))
-        if not np.isfinite(tau).all():
+        out, finite = clamp(tau, self._limit)
+        if not finite:
             raise InputError("torque command contains NaN or Inf")
-        return np.minimum(np.maximum(tau, -self._limit), self._limit)
+        return out
 
-    def contact_state(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray):
-        """Robot terms at (q, v) and the contact model's view of them (contact frames)."""
-        robot = self.robot
-        terms = robot.terms(self.data, q, v)
-        m = robot.n_points
-        local = terms.p - self._origin
-        if self._flat:  # contact frame = world frame: no rotation to apply
-            Jc, gamma_c = terms.J, terms.gamma
-        else:
-            local = local @ self._R
-            Jc = np.einsum("ji,mjn->min", self._R, terms.J.reshape(m, 3, -1)).reshape(3 * m, -1)
-            gamma_c = (terms.gamma.reshape(m, 3) @ self._R).ravel()
-        tau_free = -terms.h
-        tau_free[robot.v_idx] += tau
-        self._f_ext = self._external_force(self.t, tau_free) if self._external else None
-        state = ContactState(self.dt, local[:, 2], (Jc @ v).reshape(m, 3), Jc, gamma_c,
-                             terms.Minv, tau_free, local[:, :2], self._mu)
-        return terms, state
+    def contact_state(self, q: np.ndarray, v: np.ndarray,
+                      tau: np.ndarray) -> tuple[StepTerms, ContactState]:
+        """The contact model's view of (q, v) under τ: points in contact frames, Jacobians,
+        drifts and the factor of M (``TermsWorkspace``, ``robot.kernels.step_terms``); also
+        sets the external force active at the current time.
+
+        Raises:
+            InputError: τ has the wrong length or is not finite.
+        """
+        if type(tau) is not np.ndarray or tau.dtype != np.float64:
+            tau = np.asarray(tau, dtype=float)
+        if tau.shape != (self._n_joints,):
+            raise InputError(f"torque command has shape {tau.shape}; expected "
+                             f"({self._n_joints},) for joints "
+                             + ", ".join(self.robot.actuated_joint_names))
+        ws = self.workspace
+        ws.compute(q, v)
+        extra = self._zero_nv
+        self._f_ext = None
+        if self._external:
+            extra, self._f_ext = self._external_force(self.t)
+        W, p, phi, pt, vc, placements, finite = step_terms(
+            ws.J, ws.U, ws.D, ws.nle, v, tau, self._limit, self._v_idx, extra, ws.rotations,
+            ws.translations, ws.velocities, ws.accelerations, ws.support, ws.point_body,
+            ws.local, self._frames, self._origins)
+        if not finite:
+            raise InputError("torque command contains NaN or Inf")
+        state = ContactState(self.dt, phi, vc, None, None, None, None, pt, self._mu, self._ids,
+                             packed=(W, len(phi), self._nv, self._n_joints))
+        return StepTerms(p, placements, W, self._n_joints), state
 
     def _acceleration(self, q, v, tau, commit):
         terms, state = self.contact_state(q, v, tau)
         res = self.contact.compute(state, commit=commit)
-        a = state.a_free + terms.Minv @ (state.Jc.T @ res.f.ravel())
-        return a, terms, state, res
+        return state.contact_acceleration(res.f), terms, state, res
 
     def step(self, tau) -> StepResult:
-        """Advance one step under the zero-order-hold torque τ.
+        """Advance one step under the zero-order-hold torque τ (clamped to the effort limits).
 
         Raises:
             InputError: malformed τ (nothing changes).
             DivergenceError: the new state is NaN/Inf or too fast (not committed).
         """
-        tau = self.clamp_torque(tau)
-        dt, model, q, v = self.dt, self.robot.model, self.q, self.v
-        a1, terms, state, res = self._acceleration(q, v, tau, commit=True)
+        settings, q, v = self.settings, self.q, self.v
+        dt, model = settings.dt, self.robot.model
+        terms, state = self.contact_state(q, v, tau)
+        tau = terms.tau
+        res = self.contact.compute(state, commit=True)
         f_ext = self._f_ext
-        if self.settings.integrator == "semi_implicit_euler":
-            v_new = v + dt * a1
-            q_new = pin.integrate(model, q, dt * v_new)
+        if self._euler:
+            packed = state.packed
+            if packed is not None:
+                a, v_new, vc_next, speed = euler_step(*packed, res.f.reshape(-1), v, dt)
+            else:  # a state built from a dense M⁻¹ (a replaced contact_state)
+                a = state.contact_acceleration(res.f)
+                v_new, vc_next, speed = euler_velocity(v, a, dt, state.Jc)
             f = res.f
         else:  # rk4
+            a1 = state.contact_acceleration(res.f)
             v2 = v + 0.5 * dt * a1
             a2, *_, r2 = self._acceleration(pin.integrate(model, q, 0.5 * dt * v), v2, tau, False)
             v3 = v + 0.5 * dt * a2
             a3, *_, r3 = self._acceleration(pin.integrate(model, q, 0.5 * dt * v2), v3, tau, False)
             v4 = v + dt * a3
             a4, *_, r4 = self._acceleration(pin.integrate(model, q, dt * v3), v4, tau, False)
-            v_new = v + dt / 6.0 * (a1 + 2 * a2 + 2 * a3 + a4)
-            q_new = pin.integrate(model, q, dt / 6.0 * (v + 2 * v2 + 2 * v3 + v4))
+            a = (a1 + 2 * a2 + 2 * a3 + a4) / 6.0
+            v_new, vc_next, speed = euler_velocity(v, a, dt, state.Jc)
             f = (res.f + 2 * r2.f + 2 * r3.f + r4.f) / 6.0
         t_new = self.t + dt
-        if not (np.isfinite(q_new).all() and np.isfinite(v_new).all()):
-            raise DivergenceError(DIVERGED.format(t=t_new, what="state is NaN or Inf"))
-        speed = np.abs(v_new).max()
-        if speed > self.settings.max_speed:
-            raise DivergenceError(DIVERGED.format(
-                t=t_new, what=f"|v| = {speed:.3g} exceeds max_speed {self.settings.max_speed:g}"))
-        result = StepResult(t_new, q_new, v_new, (v_new - v) / dt, tau, terms.p, state.phi,
-                            state.vc, f, f @ self._R.T, res.active, res.stats,
-                            (state.Jc @ v_new).reshape(-1, 3), f_ext)
+        if not speed <= settings.max_speed:
+            what = "state is NaN or Inf" if np.isnan(speed) else \
+                f"|v| = {speed:.3g} exceeds max_speed {settings.max_speed:g}"
+            raise DivergenceError(DIVERGED.format(t=t_new, what=what))
+        if self._euler:
+            q_new = pin.integrate(model, q, dt * v_new)
+        else:
+            q_new = pin.integrate(model, q, dt / 6.0 * (v + 2 * v2 + 2 * v3 + v4))
+        # q stays finite: v⁺ is finite and bounded, q was finite (checked by reset).
+        result = StepResult(t_new, q_new, v_new, a, tau, terms.p, state.phi, state.vc, f, None,
+                            res.active, res.stats, vc_next, f_ext, state.ids, terms.placements,
+                            self._R_world)
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
+
+
+@njit(cache=True)
+def clamp(tau, limit):
+    """τ clamped to ``[−limit, limit]`` and whether every entry is finite."""
+    out = np.empty_like(tau)
+    finite = True
+    for j in range(tau.shape[0]):
+        x = tau[j]
+        if not abs(x) <= 1e308:
+            finite = False
+        out[j] = min(max(x, -limit[j]), limit[j])
+    return out, finite

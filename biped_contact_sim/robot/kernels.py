@@ -1,0 +1,325 @@
+"""Compiled per-step loops of the robot layer (numba): point terms from pinocchio's outputs and
+solves with pinocchio's factor of M (docs/methods.md §1).
+
+Everything here reads what pinocchio's C++ algorithms left in a ``Data`` (``computeAllTerms``:
+the WORLD joint Jacobians J, the joint placements and the joint spatial velocities and q̈ = 0
+accelerations; ``cholesky.decompose``: ``M = U D Uᵀ``, U unit upper triangular, D diagonal)
+and does the small loops around it in one call, instead of tens of numpy and binding calls
+on 3-vectors.
+
+Point i lies on the body of joint b(i) at ``l_i`` in that joint's frame; ``(R_b, t_b)`` is the
+joint placement, ``(v_b, ω_b)`` and ``(a_b, α_b)`` its spatial velocity and (q̈ = 0) spatial
+acceleration in the joint frame (pinocchio ``data.v``, ``data.a``), J_b the columns of the
+WORLD Jacobian J on the support of b. Then
+
+    p_i = R_b l_i + t_b,                  J_i = J_b,lin − [p_i]× J_b,ang,
+    ṗ_i = R_b (v_b + ω_b × l_i),          γ_i = J̇_i v = R_b (a_b + α_b × l_i + ω_b × ṗ_i'),
+
+with ṗ_i' = v_b + ω_b × l_i the point velocity in the joint frame (the classical acceleration
+at q̈ = 0, as pinocchio's ``getFrameClassicalAcceleration``; pinocchio's ``data.dJ`` is not used:
+it is wrong for composite joints such as the planar root),
+
+and in the contact frame C_i = [t₁ t₂ n] with origin o_i: ``(p_t, φ) = C_iᵀ(p_i − o_i)``,
+``v_c = C_iᵀ ṗ_i``, ``J_c,i = C_iᵀ J_i``, ``γ_c,i = C_iᵀ γ_i``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def point_terms(J, v, rotations, translations, velocities, accelerations, support, point_body,
+                local, frames, origins):
+    """Contact-point terms of docs/methods.md §1 in contact frames (module docstring).
+
+    Args:
+        J: (6, nv) WORLD joint Jacobians (pinocchio Data).
+        v: (nv,) generalized velocity.
+        rotations, translations: tuples of the joint placements ``R_b`` (3, 3), ``t_b`` (3,)
+            of the bodies that carry points.
+        velocities, accelerations: tuples of their spatial velocity and (q̈ = 0) acceleration
+            (6,) in the joint frame (pinocchio ``data.v``, ``data.a``; linear part first).
+        support: (nb, nv) bool, the columns of J that move body b.
+        point_body: (m,) body index b(i); local: (m, 3) point in its joint frame.
+        frames: (k, 3, 3) contact frames (columns t₁, t₂, n), k = m or 1 (shared);
+        origins: (k, 3) a point of each contact surface.
+
+    Returns:
+        p (m, 3) world positions, phi (m,), p_tangent (m, 2), vc (m, 3), Jc (3m, nv),
+        gamma_c (3m,), all in contact frames except p, and the joint placements
+        ``[R_b | t_b]`` (nb, 3, 4) (copies: the observers read them after the Data moved on).
+    """
+    m = point_body.shape[0]
+    nv = v.shape[0]
+    nb = support.shape[0]
+    placements = np.empty((nb, 3, 4))
+    for b in range(nb):
+        R = rotations[b]
+        t = translations[b]
+        for r in range(3):
+            placements[b, r, 0] = R[r, 0]
+            placements[b, r, 1] = R[r, 1]
+            placements[b, r, 2] = R[r, 2]
+            placements[b, r, 3] = t[r]
+    p = np.empty((m, 3))
+    phi = np.empty(m)
+    pt = np.empty((m, 2))
+    vc = np.empty((m, 3))
+    Jc = np.zeros((3 * m, nv))
+    gc = np.empty(3 * m)
+    pw = np.empty(3)
+    vl = np.empty(3)
+    gl = np.empty(3)
+    vw = np.empty(3)
+    gw = np.empty(3)
+    Jw = np.empty((3, nv))
+    shared = frames.shape[0] == 1
+    for i in range(m):
+        b = point_body[i]
+        R = rotations[b]
+        t = translations[b]
+        V = velocities[b]
+        A = accelerations[b]
+        l0, l1, l2 = local[i, 0], local[i, 1], local[i, 2]
+        w0, w1, w2 = V[3], V[4], V[5]
+        # In the joint frame: ṗ = v + ω × l, p̈ = a + α × l + ω × ṗ (classical, q̈ = 0).
+        vl[0] = V[0] + w1 * l2 - w2 * l1
+        vl[1] = V[1] + w2 * l0 - w0 * l2
+        vl[2] = V[2] + w0 * l1 - w1 * l0
+        gl[0] = A[0] + A[4] * l2 - A[5] * l1 + w1 * vl[2] - w2 * vl[1]
+        gl[1] = A[1] + A[5] * l0 - A[3] * l2 + w2 * vl[0] - w0 * vl[2]
+        gl[2] = A[2] + A[3] * l1 - A[4] * l0 + w0 * vl[1] - w1 * vl[0]
+        for r in range(3):
+            pw[r] = R[r, 0] * l0 + R[r, 1] * l1 + R[r, 2] * l2 + t[r]
+            vw[r] = R[r, 0] * vl[0] + R[r, 1] * vl[1] + R[r, 2] * vl[2]
+            gw[r] = R[r, 0] * gl[0] + R[r, 1] * gl[1] + R[r, 2] * gl[2]
+        for k in range(nv):
+            if support[b, k]:
+                # J_lin + J_ang × p  (= J_lin − [p]× J_ang), WORLD convention
+                Jw[0, k] = J[0, k] + J[4, k] * pw[2] - J[5, k] * pw[1]
+                Jw[1, k] = J[1, k] + J[5, k] * pw[0] - J[3, k] * pw[2]
+                Jw[2, k] = J[2, k] + J[3, k] * pw[1] - J[4, k] * pw[0]
+        f = 0 if shared else i
+        C = frames[f]
+        o = origins[f]
+        d0, d1, d2 = pw[0] - o[0], pw[1] - o[1], pw[2] - o[2]
+        for c in range(3):  # contact-frame component c = column c of C
+            c0, c1, c2 = C[0, c], C[1, c], C[2, c]
+            coord = c0 * d0 + c1 * d1 + c2 * d2
+            if c == 2:
+                phi[i] = coord
+            else:
+                pt[i, c] = coord
+            vc[i, c] = c0 * vw[0] + c1 * vw[1] + c2 * vw[2]
+            gc[3 * i + c] = c0 * gw[0] + c1 * gw[1] + c2 * gw[2]
+            for k in range(nv):
+                if support[b, k]:
+                    Jc[3 * i + c, k] = c0 * Jw[0, k] + c1 * Jw[1, k] + c2 * Jw[2, k]
+        p[i, 0], p[i, 1], p[i, 2] = pw[0], pw[1], pw[2]
+    return p, phi, pt, vc, Jc, gc, placements
+
+
+@njit(cache=True)
+def free_motion(U, D, nle, tau, v_idx, extra, Jc):
+    """``τ_free = Sᵀτ − h + extra``, ``a_free = M⁻¹ τ_free`` and ``X = D^{-1/2} U⁻¹ J_cᵀ``.
+
+    With ``M = U D Uᵀ`` (pinocchio's factor), ``G = J_c M⁻¹ J_cᵀ = XᵀX`` (Delassus operator)
+    and ``M⁻¹ J_cᵀ f = U⁻ᵀ D^{-1/2} X f``. Returns copies of U and D too, so a state outlives
+    the Data that produced it (RK4 stages overwrite it).
+    """
+    nv = nle.shape[0]
+    tf = -nle.copy()
+    for j in range(v_idx.shape[0]):
+        tf[v_idx[j]] += tau[j]
+    for k in range(nv):
+        tf[k] += extra[k]
+    Uc = U.copy()
+    Dc = D.copy()
+    a = solve_udut(Uc, Dc, tf)
+    n3 = Jc.shape[0]
+    # U X' = J_cᵀ by back substitution, one row of X' at a time (the inner loop runs over the
+    # 3m independent columns, so it vectorises), then X = D^{-1/2} X'.
+    X = np.ascontiguousarray(Jc.T)
+    for r in range(nv - 1, -1, -1):
+        for k in range(r + 1, nv):
+            u = Uc[r, k]
+            if u != 0.0:
+                for c in range(n3):
+                    X[r, c] -= u * X[k, c]
+    for r in range(nv):
+        s = 1.0 / np.sqrt(Dc[r])
+        for c in range(n3):
+            X[r, c] *= s
+    return tf, a, X, Uc, Dc
+
+
+@njit(cache=True)
+def solve_udut(U, D, y):
+    """``x = M⁻¹ y`` with ``M = U D Uᵀ`` (U unit upper triangular)."""
+    nv = y.shape[0]
+    z = np.empty(nv)
+    for r in range(nv - 1, -1, -1):  # U z = y
+        s = y[r]
+        for k in range(r + 1, nv):
+            s -= U[r, k] * z[k]
+        z[r] = s
+    for r in range(nv):
+        z[r] /= D[r]
+    x = np.empty(nv)
+    for r in range(nv):  # Uᵀ x = z
+        s = z[r]
+        for k in range(r):
+            s -= U[k, r] * x[k]
+        x[r] = s
+    return x
+
+
+@njit(cache=True)
+def inverse_udut(U, D):
+    """Dense ``M⁻¹`` from ``M = U D Uᵀ`` (only for readers of ``ContactState.Minv``)."""
+    nv = D.shape[0]
+    out = np.empty((nv, nv))
+    e = np.zeros(nv)
+    for c in range(nv):
+        e[c] = 1.0
+        out[:, c] = solve_udut(U, D, e)
+        e[c] = 0.0
+    return out
+
+
+@njit(cache=True)
+def contact_acceleration(U, D, X, a_free, f):
+    """``v̇ = a_free + M⁻¹ J_cᵀ f = a_free + U⁻ᵀ D^{-1/2} X f`` (f stacked (t₁, t₂, n))."""
+    nv, n3 = X.shape
+    y = np.empty(nv)
+    for r in range(nv):
+        s = 0.0
+        for c in range(n3):
+            s += X[r, c] * f[c]
+        y[r] = s / np.sqrt(D[r])
+    x = np.empty(nv)
+    for r in range(nv):  # Uᵀ x = y
+        s = y[r]
+        for k in range(r):
+            s -= U[k, r] * x[k]
+        x[r] = s
+    for r in range(nv):
+        x[r] += a_free[r]
+    return x
+
+
+@njit(cache=True)
+def euler_velocity(v, a, dt, Jc):
+    """Semi-implicit Euler velocity ``v⁺ = v + dt a``, the contact velocities ``J_c v⁺`` and
+    ``max |v⁺|`` (NaN if v⁺ is not finite)."""
+    nv = v.shape[0]
+    vn = np.empty(nv)
+    vmax = 0.0
+    for k in range(nv):
+        vn[k] = v[k] + dt * a[k]
+        x = abs(vn[k])
+        if not x <= 1e300:  # NaN or Inf
+            vmax = np.nan
+        elif x > vmax:
+            vmax = x
+    n3 = Jc.shape[0]
+    vc = np.empty(n3)
+    for r in range(n3):
+        s = 0.0
+        for k in range(nv):
+            s += Jc[r, k] * vn[k]
+        vc[r] = s
+    return vn, vc.reshape(n3 // 3, 3), vmax
+
+
+@njit(cache=True)
+def packed_size(m, nv, nj):
+    """Length of the per-step buffer of ``step_terms`` (layout in ``unpack``)."""
+    return 3 * m * nv + 3 * m + nv * 3 * m + nv * nv + 3 * nv + nj
+
+
+@njit(cache=True)
+def unpack(W, m, nv, nj):
+    """Views of the per-step buffer: J_c (3m, nv), γ_c (3m,), X (nv, 3m), U (nv, nv), D (nv,),
+    τ_free (nv,), a_free (nv,), clamped τ (nj,)."""
+    n3 = 3 * m
+    o1 = n3 * nv
+    o2 = o1 + n3
+    o3 = o2 + nv * n3
+    o4 = o3 + nv * nv
+    o5 = o4 + nv
+    o6 = o5 + nv
+    o7 = o6 + nv
+    return (W[:o1].reshape((n3, nv)), W[o1:o2], W[o2:o3].reshape((nv, n3)),
+            W[o3:o4].reshape((nv, nv)), W[o4:o5], W[o5:o6], W[o6:o7], W[o7:o7 + nj])
+
+
+def unpack_views(W: np.ndarray, m: int, nv: int, nj: int) -> tuple[np.ndarray, ...]:
+    """``unpack`` for Python callers (the same views, by numpy slicing)."""
+    n3 = 3 * m
+    o = np.cumsum([0, n3 * nv, n3, nv * n3, nv * nv, nv, nv, nv, nj])
+    return (W[o[0]:o[1]].reshape(n3, nv), W[o[1]:o[2]], W[o[2]:o[3]].reshape(nv, n3),
+            W[o[3]:o[4]].reshape(nv, nv), W[o[4]:o[5]], W[o[5]:o[6]], W[o[6]:o[7]],
+            W[o[7]:o[8]])
+
+
+@njit(cache=True)
+def step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations, velocities,
+               accelerations, support, point_body, local, frames, origins):
+    """One call for a step's terms: τ clamped to ``[−limit, limit]`` (and whether it was
+    finite), ``point_terms`` and ``free_motion``.
+
+    The terms only the kernels read (J_c, γ_c, X, U, D, τ_free, a_free, clamped τ) go into one
+    buffer W (``unpack``): one array to hand back to Python instead of eight.
+
+    Returns:
+        W, p, phi, p_tangent, vc, placements, finite.
+    """
+    nv = v.shape[0]
+    nj = tau.shape[0]
+    m = point_body.shape[0]
+    W = np.empty(packed_size(m, nv, nj))
+    Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
+    finite = True
+    for j in range(nj):
+        x = tau[j]
+        if not abs(x) <= 1e308:
+            finite = False
+        tc_o[j] = min(max(x, -limit[j]), limit[j])
+    p, phi, pt, vc, Jc, gc, placements = point_terms(
+        J, v, rotations, translations, velocities, accelerations, support, point_body, local,
+        frames, origins)
+    tf, a, X, Uc, Dc = free_motion(U, D, nle, tc_o, v_idx, extra, Jc)
+    Jc_o[:, :] = Jc
+    gc_o[:] = gc
+    X_o[:, :] = X
+    U_o[:, :] = Uc
+    D_o[:] = Dc
+    tf_o[:] = tf
+    af_o[:] = a
+    return W, p, phi, pt, vc, placements, finite
+
+
+@njit(cache=True)
+def refresh_free_motion(W, m, nv, nj):
+    """``a_free = M⁻¹ τ_free`` again in W (after ``τ_free`` was changed in place)."""
+    Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
+    af[:] = solve_udut(U, D, tf)
+
+
+@njit(cache=True)
+def packed_acceleration(W, m, nv, nj, f):
+    """``contact_acceleration`` from the buffer W."""
+    Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
+    return contact_acceleration(U, D, X, af, f)
+
+
+@njit(cache=True)
+def euler_step(W, m, nv, nj, f, v, dt):
+    """``v̇ = a_free + M⁻¹ J_cᵀ f`` then ``euler_velocity``: returns (v̇, v⁺, J_c v⁺, max|v⁺|)."""
+    Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
+    a = contact_acceleration(U, D, X, af, f)
+    vn, vc, vmax = euler_velocity(v, a, dt, Jc)
+    return a, vn, vc, vmax

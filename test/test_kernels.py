@@ -1,0 +1,187 @@
+"""The compiled hot path against its references.
+
+* robot terms: ``TermsWorkspace`` + ``robot.kernels`` against ``RobotModel.terms`` (pinocchio's
+  point frames, itself tested against finite differences in test_robot_model) and a dense M⁻¹;
+* penalty_fl: the compiled eqs. 17–20 against the numpy implementation (LAPACK's pivoted
+  Cholesky), on random problems and on states captured from runs;
+* spring_damper: the compiled law against the numpy one; anchors follow contact ids.
+"""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from biped_contact_sim.cli.runner import build
+from biped_contact_sim.contact import ContactState, make_contact_model
+from biped_contact_sim.contact.penalty_fl import min_norm_kernel
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.sim.simulator import SimSettings, Simulator
+from biped_contact_sim.sim.terrain import PlaneTerrain
+from biped_contact_sim.solvers import min_norm_solve
+
+TOL = 1e-10
+
+
+@pytest.mark.parametrize(("name", "slope"), [("biped3d", 0.0), ("biped3d", 0.3),
+                                              ("planar_biped", 0.0), ("ball", 0.2)])
+def test_step_terms_equal_the_reference_terms(name, slope):
+    robot = RobotModel.load(name)
+    terrain = PlaneTerrain(slope=slope, height=0.05)
+    sim = Simulator(robot, make_contact_model("penalty_fl"), terrain)
+    assert sim.workspace._live  # pinocchio's arrays are read in place
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q = pin.randomConfiguration(robot.model, -np.ones(robot.nq), np.ones(robot.nq))
+        v = rng.standard_normal(robot.nv)
+        tau = rng.standard_normal(robot.n_joints) * 500  # beyond the limits: clamped
+        terms, state = sim.contact_state(q, v, tau)
+        ref = robot.terms(robot.create_data(), q, v)
+        m, R = robot.n_points, terrain.R
+        local = (ref.p - [0.0, 0.0, terrain.height]) @ R
+        Jc = np.einsum("ji,mjn->min", R, ref.J.reshape(m, 3, -1)).reshape(3 * m, -1)
+        tau_c = np.clip(tau, -robot.effort_limit, robot.effort_limit)
+        tau_free = -ref.h
+        tau_free[robot.v_idx] += tau_c
+        assert np.allclose(terms.p, ref.p, atol=TOL, rtol=0)
+        assert np.allclose(state.phi, local[:, 2], atol=TOL, rtol=0)
+        assert np.allclose(state.p_tangent, local[:, :2], atol=TOL, rtol=0)
+        assert np.allclose(state.Jc, Jc, atol=TOL, rtol=0)
+        assert np.allclose(state.vc.ravel(), Jc @ v, atol=TOL, rtol=0)
+        assert np.allclose(state.gamma_c, (ref.gamma.reshape(m, 3) @ R).ravel(), atol=1e-9)
+        assert np.allclose(terms.tau, tau_c, atol=0, rtol=0)
+        assert np.allclose(state.tau_free, tau_free, atol=1e-9, rtol=0)
+        assert np.allclose(state.Minv, ref.Minv, atol=1e-9, rtol=1e-9)
+        assert np.allclose(state.a_free, ref.Minv @ tau_free, rtol=1e-9, atol=1e-9)
+        dense = ContactState(state.dt, state.phi, state.vc, Jc, state.gamma_c, ref.Minv,
+                             tau_free, state.p_tangent, state.mu)
+        idx = np.arange(0, m, 2)
+        for got, want in zip(state.delassus(idx), dense.delassus(idx), strict=True):
+            assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
+        f = rng.standard_normal((m, 3))
+        assert np.allclose(state.contact_acceleration(f), dense.contact_acceleration(f),
+                           rtol=1e-9, atol=1e-9)
+        # Assigning τ_free moves a_free with it (tests add forces that way).
+        state.tau_free = tau_free + 1.0
+        assert np.allclose(state.a_free, ref.Minv @ (tau_free + 1.0), rtol=1e-9, atol=1e-9)
+
+
+def test_non_finite_torque_is_refused_and_nothing_changes():
+    robot = RobotModel.load("biped3d")
+    sim = Simulator(robot, make_contact_model("penalty_fl"))
+    sim.reset(robot.standing_configuration())
+    q = sim.q.copy()
+    tau = np.zeros(robot.n_joints)
+    tau[3] = np.nan
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        sim.step(tau)
+    assert np.array_equal(sim.q, q) and sim.t == 0.0
+
+
+def test_min_norm_kernel_equals_the_lapack_reference():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 25))
+        k = int(rng.integers(0, n + 1))
+        B = rng.standard_normal((n, k))
+        G, r = B @ B.T, rng.standard_normal(n)
+        ref = min_norm_solve(G, r, 1e-10)
+        x, rank, residual = min_norm_kernel(G, r, 1e-10)
+        assert rank == ref.rank
+        assert np.allclose(x, ref.x, rtol=0, atol=TOL * max(1.0, np.abs(ref.x).max()))
+        assert residual == pytest.approx(ref.residual, rel=1e-6, abs=TOL)
+
+
+def _random_state(rng, m, nv):
+    """A random contact problem: M⁻¹ SPD, J_c full, some points active, some not."""
+    A = rng.standard_normal((nv, nv))
+    Jc = rng.standard_normal((3 * m, nv))
+    Jc[3:6] = Jc[0:3]  # two coincident points: G singular, as coplanar sole points make it
+    return ContactState(dt=1e-3, phi=rng.uniform(-1e-3, 1e-3, m),
+                        vc=rng.standard_normal((m, 3)) * 0.01, Jc=Jc,
+                        gamma_c=rng.standard_normal(3 * m), Minv=A @ A.T / nv + np.eye(nv),
+                        tau_free=rng.standard_normal(nv) * 10, p_tangent=np.zeros((m, 2)),
+                        mu=np.full(m, 0.6))
+
+
+@pytest.mark.parametrize("settings", [
+    {}, {"unilateral": "clip"}, {"separation_damping": True, "epsilon": 1e-6},
+    {"kp": 2e3, "kv": 80.0, "max_active_set_iterations": 2}])
+def test_penalty_fl_kernel_equals_the_numpy_reference_on_random_problems(settings):
+    rng = np.random.default_rng(5)
+    model = make_contact_model("penalty_fl", **settings)
+    for _ in range(100):
+        state = _random_state(rng, int(rng.integers(2, 9)), int(rng.integers(6, 20)))
+        got, want = model.compute(state), model.compute_reference(state)
+        assert np.array_equal(got.active, want.active)
+        assert np.allclose(got.f, want.f, rtol=0, atol=TOL * max(1.0, np.abs(want.f).max()))
+        for key in ("rank", "saturated", "active_set_solves", "dropped"):
+            assert got.stats[key] == want.stats[key], key
+
+
+@pytest.mark.parametrize(("scenario", "model"), [
+    ("drop", "penalty_fl"), ("stand", "penalty_fl"), ("ramp", "penalty_fl"),
+    ("drop", "spring_damper"), ("ramp", "spring_damper"), ("ball", "spring_damper")])
+def test_compiled_models_equal_their_reference_on_captured_states(scenario, model):
+    """States captured along a run (touch-down, settling, sliding): forces, active sets and
+    statistics of the compiled model equal the numpy reference's, stepping both side by side
+    (the reference keeps its own stiction anchors)."""
+    _, _, robot, sim, _, control, settings, *_ = build(
+        scenario, model, controller="joint_pd" if scenario in ("drop", "stand") else None)
+    reference = make_contact_model(model, **settings)
+    reference.reset(robot.n_points)
+    for _ in range(300):
+        tau = control(sim.t, sim.q, sim.v) if control else np.zeros(robot.n_joints)
+        _, state = sim.contact_state(sim.q, sim.v, tau)
+        got = sim.contact.compute(state, commit=False)
+        want = reference.compute_reference(state, commit=True)
+        assert np.array_equal(got.active, want.active)
+        assert np.allclose(got.f, want.f, rtol=0, atol=TOL * max(1.0, np.abs(want.f).max()))
+        for key, value in want.stats.items():
+            if key == "saturated":  # a force on the cone boundary to round-off counts either way
+                assert abs(got.stats[key] - value) <= 1, key
+            elif key != "residual":
+                assert got.stats[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key
+        sim.step(tau)
+
+
+def test_spring_damper_anchors_follow_contact_ids():
+    """The same points in another order (same ids) get the same forces; a point that leaves
+    the set and comes back is anchored anew where it touches down."""
+    model = make_contact_model("spring_damper", stiffness=1e4, damping=10.0,
+                               tangential_stiffness=1e4)
+    model.reset(0)
+    rng = np.random.default_rng(2)
+    pt = rng.standard_normal((3, 2)) * 0.01
+
+    def state(order, shift=0.0, phi=-1e-3):
+        o = np.asarray(order)
+        return ContactState(dt=1e-3, phi=np.full(len(o), phi), vc=np.zeros((len(o), 3)),
+                            Jc=np.zeros((3 * len(o), 1)), gamma_c=np.zeros(3 * len(o)),
+                            Minv=np.eye(1), tau_free=np.zeros(1), p_tangent=pt[o] + shift,
+                            mu=np.full(len(o), 100.0), ids=np.array([10, 20, 30])[o])
+
+    model.compute(state([0, 1, 2]))  # touch-down: anchors at pt
+    moved = model.compute(state([0, 1, 2], shift=1e-3), commit=False).f
+    permuted = model.compute(state([2, 0, 1], shift=1e-3), commit=False).f
+    assert np.allclose(permuted, moved[[2, 0, 1]], atol=0)
+    assert np.allclose(moved[:, :2], -1e4 * 1e-3, rtol=1e-12)  # the spring, k_t = 1e4
+    model.compute(state([0, 2], shift=2e-3))  # id 20 left the set: its anchor is forgotten
+    back = model.compute(state([0, 1, 2], shift=2e-3), commit=False).f
+    assert np.allclose(back[1, :2], 0.0, atol=1e-12)  # re-anchored at touch-down
+    assert np.allclose(back[0, :2], -1e4 * 2e-3, rtol=1e-12)
+
+
+def test_rk4_and_euler_steps_use_the_same_terms():
+    """Both integrators run on the compiled terms (one step from rest, no contact): v⁺ equals
+    dt times pinocchio's ABA acceleration for Euler and, for constant a, for RK4 too."""
+    robot = RobotModel.load("biped3d")
+    for integrator in ("semi_implicit_euler", "rk4"):
+        sim = Simulator(robot, make_contact_model("penalty_fl"),
+                        settings=SimSettings(dt=1e-4, integrator=integrator))
+        q = robot.standing_configuration()
+        q[2] += 0.5  # in the air
+        sim.reset(q)
+        step = sim.step(np.zeros(robot.n_joints))
+        a = pin.aba(robot.model, robot.create_data(), q, np.zeros(robot.nv),
+                    np.zeros(robot.nv))
+        assert np.allclose(step.v, 1e-4 * a, rtol=1e-3, atol=1e-9)
