@@ -74,3 +74,24 @@ def test_mujoco_peer_is_the_same_robot_on_the_same_contact_points():
     dist = np.linalg.norm(contacts[:, None, :] - ours[None, :, :], axis=2)
     assert sorted(dist.argmin(axis=1)) == list(range(robot.n_points))
     assert dist.min(axis=1).max() < 1e-3
+
+
+def test_compare_in_parallel_equals_compare_in_one_process(tmp_path):
+    """Runs are deterministic: two processes give the table of one, row for row."""
+    import csv
+
+    rows = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / jobs
+        assert cli.main(["compare", "ball", "ramp", "--duration", "0.05", "--jobs", jobs,
+                         "--out", str(out)]) == 0
+        with open(out / "comparison.csv") as f:
+            rows[jobs] = [{k: v for k, v in r.items() if k != "mean_step_us"}
+                          for r in csv.DictReader(f)]
+    assert len(rows["1"]) == 2 * len(CONTACT_MODELS)
+    assert rows["1"] == rows["2"]
+
+
+def test_compare_refuses_zero_jobs(tmp_path, capsys):
+    assert cli.main(["compare", "ball", "--jobs", "0", "--out", str(tmp_path)]) == 2
+    assert "--jobs" in capsys.readouterr().err

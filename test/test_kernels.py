@@ -185,3 +185,64 @@ def test_rk4_and_euler_steps_use_the_same_terms():
         a = pin.aba(robot.model, robot.create_data(), q, np.zeros(robot.nv),
                     np.zeros(robot.nv))
         assert np.allclose(step.v, 1e-4 * a, rtol=1e-3, atol=1e-9)
+
+
+def test_convex_hull_kernel_equals_the_reference():
+    from biped_contact_sim.sim.observables import convex_hull, hull_2d, in_polygon, point_in_polygon
+
+    rng = np.random.default_rng(0)
+    for trial in range(500):
+        n = int(rng.integers(1, 10))
+        pts = rng.standard_normal((n, 2)).round(int(rng.integers(0, 3)))  # repeats, ties
+        if trial % 3 == 0:
+            pts[:, 1] = 2 * pts[:, 0]  # collinear
+        want, got = convex_hull(pts), hull_2d(pts)
+        assert np.array_equal(got, want)
+        q = rng.standard_normal(2)
+        assert in_polygon(q, got, 1e-6) == point_in_polygon(q, want, 1e-6)
+
+
+@pytest.mark.parametrize(("scenario", "model"), [("stand", "penalty_fl"),
+                                                 ("walk", "penalty_fl"),
+                                                 ("ramp", "spring_damper")])
+def test_observers_from_the_step_equal_the_reference(scenario, model):
+    """Sole wrenches, CoPs, ZMP, support polygon and the per-step maxima, from the step's own
+    terms (compiled) and from pinocchio's frames (numpy): equal along a run."""
+    from biped_contact_sim.cli.runner import RESIDUAL_KEYS, Run, RunResult, _accumulate
+    from biped_contact_sim.sim.observables import foot_wrenches
+
+    run = Run(scenario, model, duration=1.5 if scenario == "walk" else 0.4)
+    reference = RunResult(run.result.scenario, {}, model, {}, "", run.robot, run.sim)
+    data = run.robot.create_data()
+    while not run.done:
+        q, v = run.sim.q, run.sim.v
+        run.advance(1)
+        step = run.result.samples[-1].step
+        got, want = run.observer.observe(step, q, v), run.observer.observe_reference(step, q, v)
+        for a, b in zip(got.feet, want.feet, strict=True):
+            assert np.allclose(a.force, b.force, atol=1e-9) and \
+                np.allclose(a.torque, b.torque, atol=1e-9)
+            assert (a.cop is None) == (b.cop is None)
+            assert a.cop is None or np.allclose(a.cop, b.cop, atol=1e-12)
+        assert (got.zmp is None) == (want.zmp is None)
+        assert got.zmp is None or np.allclose(got.zmp, want.zmp, atol=1e-12)
+        assert got.zmp_in_support == want.zmp_in_support
+        assert np.allclose(got.support_polygon, want.support_polygon, atol=1e-12)
+        for key in ("penetration", "cone_violation", "min_normal_force", "energy"):
+            assert getattr(got, key) == pytest.approx(getattr(want, key), abs=1e-9), key
+        fast = foot_wrenches(run.robot, data, q, step)
+        step.placements = None  # the kinematics route
+        slow = foot_wrenches(run.robot, data, q, step)
+        for name in fast:
+            assert np.allclose(fast[name], slow[name], atol=1e-9)
+        _accumulate(reference, step, run.sim.terrain.mu)
+    result = run.finish()
+    assert result.max_penetration == pytest.approx(reference.max_penetration, abs=1e-15)
+    assert result.max_cone_violation == pytest.approx(reference.max_cone_violation, abs=1e-12)
+    assert result.min_normal_force == pytest.approx(reference.min_normal_force, abs=1e-12)
+    for key in RESIDUAL_KEYS:
+        assert result.residuals[key] == pytest.approx(reference.residuals[key], abs=1e-12)
+        assert result.residual_sums[key] == pytest.approx(reference.residual_sums[key],
+                                                          rel=1e-12, abs=1e-12)
+    for key, values in reference.stats.items():
+        assert np.allclose(result.stats[key], values, rtol=0, atol=0), key

@@ -27,9 +27,11 @@ the moments the process waits for a core. Rows:
 * ``results``: ``sim.step`` of each contact model on the scenario, the robot held like the
   peer (``joint_pd``: the same gains and feed-forward, computed between the timed steps),
   ``ratio_to_peer`` = our median µs per step / the peer's;
-* ``closed_loop``: a whole ``biped-sim run`` loop (controller, step, observers) per simulated
-  millisecond against the peer's ``mj_step`` per simulated millisecond, for ``stand`` (wbc)
-  and ``walk`` (ctc), with the real-time factor of that loop.
+* ``closed_loop``: a whole ``biped-sim run`` loop (controller, step, observers, recording at
+  1 kHz) per simulated millisecond against the peer's ``mj_step`` per simulated millisecond,
+  for ``walk`` (ctc) and ``stand``, ``sway``, ``push``, ``walk`` (wbc) on penalty_fl and
+  gauss_seidel, with the real-time factor of that loop on one core (simulated time over the
+  CPU time of the loop).
 """
 
 from __future__ import annotations
@@ -61,8 +63,12 @@ PEER_SETTLE_S = 1.0  # [s] simulated before the stand check
 STAND_TOLERANCE = 0.02  # |Σ f_n / (m g) − 1| allowed for the peer to count as standing
 BLOCK = 20  # steps per timed block
 CLOCK = time.thread_time  # CPU time of this thread (module docstring)
-CLOSED_LOOP = (("stand", "wbc", "penalty_fl"), ("walk", "ctc", "penalty_fl"),
-               ("stand", "wbc", "gauss_seidel"), ("walk", "ctc", "gauss_seidel"))
+#: closed loops (scenario, controller) of the real-time targets, on each of LOOP_MODELS
+CLOSED_LOOP_SCENARIOS = (("walk", "ctc"), ("stand", "wbc"), ("sway", "wbc"), ("push", "wbc"),
+                         ("walk", "wbc"))
+LOOP_MODELS = ("penalty_fl", "gauss_seidel")
+CLOSED_LOOP = tuple((s, c, m) for m in LOOP_MODELS for s, c in CLOSED_LOOP_SCENARIOS)
+SMOKE_LOOPS = (("stand", "wbc", "penalty_fl"), ("walk", "ctc", "penalty_fl"))
 SMOKE_STEPS = 10  # --smoke: a few blocks of this many steps, only to check the outputs
 BENCH_SCENARIO = "stand"
 BENCH_STEPS = 2000
@@ -393,7 +399,8 @@ def bench_command(args, write_summary: Callable[[dict, Path], None]) -> int:
         raise ConfigError(f"--loop-steps = {loop_steps} must be >= 0")
     block = SMOKE_STEPS if smoke else BLOCK
     try:
-        out = bench(args.scenario, steps, args.peer, loop_steps, block)
+        out = bench(args.scenario, steps, args.peer, loop_steps, block,
+                    closed_loop=SMOKE_LOOPS if smoke else CLOSED_LOOP)
     except ConfigError:
         raise
     except BipedSimError as exc:

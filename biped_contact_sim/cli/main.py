@@ -3,7 +3,7 @@
     biped-sim run SCENARIO [--contact-model NAME] [--controller NAME] [--robot NAME|FILE]
                            [--duration S] [--dt S] [--record-rate HZ] [--out DIR]
                            [--set key=value ...] [--view] [--no-plots] [--paper-figures]
-    biped-sim compare [SCENARIO ...] --out DIR [--duration S] [--set key=value ...]
+    biped-sim compare [SCENARIO ...] --out DIR [--duration S] [--jobs N] [--set key=value ...]
     biped-sim bench [--out DIR] [--steps N] [--loop-steps N] [--scenario NAME]
                     [--peer mujoco|none] [--smoke] [--scaling]
     biped-sim list
@@ -193,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     p_cmp.add_argument("--duration", type=float, metavar="S",
                        help="simulated time [s] (default: each scenario's)")
+    p_cmp.add_argument("--jobs", type=int, metavar="N",
+                       help="runs in parallel processes (default: every core)")
     add_sets(p_cmp)
 
     p_bench = sub.add_parser("bench", help="step and closed-loop cost, as ratios to MuJoCo",
@@ -379,7 +381,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import csv
 
     from biped_contact_sim.cli import plots
-    from biped_contact_sim.cli.runner import run, split_sets
+    from biped_contact_sim.cli.runner import compare_cost, run_parallel, split_sets
     from biped_contact_sim.contact import CONTACT_MODELS
     from biped_contact_sim.sim.scenarios import get_scenario
 
@@ -387,17 +389,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     scenarios = args.scenarios or list(COMPARE_SCENARIOS)
     for name in scenarios:
         get_scenario(name).resolve(split_sets(sets)[0])
+    if args.jobs is not None and args.jobs < 1:
+        raise ConfigError(f"--jobs = {args.jobs} must be >= 1")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    tasks = [(name, model, {"duration": args.duration, "sets": sets})
+             for name in scenarios for model in CONTACT_MODELS]
+    outcomes = iter(run_parallel(tasks, args.jobs, cost=compare_cost))
     rows, written = [], []
     for name in scenarios:
         results: dict[str, RunResult] = {}
         for model in CONTACT_MODELS:
-            try:
-                result = run(name, model, duration=args.duration, sets=sets, progress=True)
-            except ConfigError as exc:
+            result = next(outcomes)
+            if isinstance(result, ConfigError):
                 rows.append({"scenario": name, "contact_model": model,
-                             "error": f"refused: {exc}"})
+                             "error": f"refused: {result}"})
                 continue
             results[model] = result
             rows.append(comparison_row(result))

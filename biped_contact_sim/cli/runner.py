@@ -16,6 +16,7 @@ otherwise make the hold itself unstable.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,11 +24,12 @@ from typing import Any
 
 import numpy as np
 import pinocchio as pin
+from numba import njit
 
 from biped_contact_sim import control as control_layer
 from biped_contact_sim.cli.progress import progress_bar
 from biped_contact_sim.contact import make_contact_model
-from biped_contact_sim.contact.base import positive
+from biped_contact_sim.contact.base import Stats, positive
 from biped_contact_sim.control import Controller, Measurement
 from biped_contact_sim.errors import BipedSimError, ConfigError, unknown_name
 from biped_contact_sim.record.buffer import RunningStat
@@ -345,6 +347,12 @@ class Run:
         self.k = 0  # steps taken
         self.done = False
         self.wall_time_s = 0.0
+        self.mu = sim.terrain.mu
+        self.acc = np.zeros(11)  # accumulate_step's slots
+        self.stat_names = tuple(getattr(sim.contact, "stat_names", ()))
+        # Count, sum, min, max of the statistics a model reports as arrays (Stats).
+        self.stat_acc = np.zeros((4, len(self.stat_names)))
+        self.stat_acc[2], self.stat_acc[3] = np.inf, -np.inf
 
     def advance(self, n: int) -> bool:
         """Take up to n steps; False once the run has ended (its duration, or a divergence)."""
@@ -373,7 +381,14 @@ class Run:
             self.k += 1
             if closed_loop is not None:
                 closed_loop.observe(q_prev, step)
-            _accumulate(result, step, sim.terrain.mu)
+            accumulate_step(self.acc, step.phi, step.f_contact, step.vc_next, step.active,
+                            self.mu)
+            stats = step.stats
+            if type(stats) is Stats and stats.names == self.stat_names:
+                accumulate_stats(self.stat_acc, stats.values)
+            else:
+                for key, value in stats.items():
+                    result.stats.setdefault(key, RunningStat()).append(float(value))
             if scenario.biped and (step.q[1] if planar else step.q[2]) \
                     < FALL_HEIGHT_RATIO * self.base_z0:
                 result.fell = True
@@ -389,9 +404,26 @@ class Run:
         return not self.done
 
     def finish(self) -> RunResult:
-        """Close the run: wall time, warnings and the biped metrics."""
-        result = self.result
+        """Close the run: wall time, per-step maxima and statistics, warnings and the biped
+        metrics."""
+        result, acc = self.result, self.acc
         result.wall_time_s = self.wall_time_s
+        if result.steps:
+            result.max_penetration = max(result.max_penetration, float(acc[ACC_PENETRATION]))
+            result.max_cone_violation = max(result.max_cone_violation, float(acc[ACC_CONE]))
+            result.min_normal_force = min(result.min_normal_force, float(acc[ACC_MIN_FN]))
+            for j, key in enumerate(RESIDUAL_KEYS):
+                result.residuals[key] = max(result.residuals.get(key, 0.0),
+                                            float(acc[ACC_RES_MAX + j]))
+                result.residual_sums[key] = (result.residual_sums.get(key, 0.0)
+                                             + float(acc[ACC_RES_SUM + j]))
+        count, total, low, high = self.stat_acc
+        for j, name in enumerate(self.stat_names):
+            if count[j] and name not in result.stats:
+                stat = RunningStat()
+                stat.count, stat.sum, stat.min, stat.max = int(count[j]), float(total[j]), \
+                    float(low[j]), float(high[j])
+                result.stats[name] = stat
         if result.error and result.error not in result.warnings:
             result.warnings.append(result.error)
         if result.scenario.biped and not result.metrics:
@@ -431,7 +463,8 @@ def fidelity_residuals(step: StepResult, mu: float) -> dict[str, float]:
 
 
 def _accumulate(result: RunResult, step: StepResult, mu: float) -> None:
-    """Per-step maxima (every step, not only recorded ones) and solver statistics."""
+    """Per-step maxima (every step, not only recorded ones) and solver statistics (the plain
+    route of ``Run``, which uses ``accumulate_step``)."""
     fc = step.f_contact
     if len(step.phi):
         result.max_penetration = max(result.max_penetration, -float(step.phi.min()))
@@ -446,6 +479,57 @@ def _accumulate(result: RunResult, step: StepResult, mu: float) -> None:
         result.residual_sums[key] = result.residual_sums.get(key, 0.0) + value
     for key, value in step.stats.items():
         result.stats.setdefault(key, RunningStat()).append(float(value))
+
+
+@njit(cache=True, error_model="numpy")
+def accumulate_stats(acc, values):
+    """Count, sum, minimum and maximum (rows of ``acc``) of one step's statistics."""
+    for j in range(values.shape[0]):
+        x = values[j]
+        acc[0, j] += 1.0
+        acc[1, j] += x
+        acc[2, j] = min(acc[2, j], x)
+        acc[3, j] = max(acc[3, j], x)
+
+
+#: accumulator slots of ``accumulate_step``
+ACC_PENETRATION, ACC_CONE, ACC_MIN_FN = 0, 1, 2
+RESIDUAL_KEYS = ("signorini_W", "dissipation_gap_W", "cone_violation_N", "penetration_m")
+ACC_RES_MAX, ACC_RES_SUM = 3, 7  # 4 maxima, then 4 sums, in RESIDUAL_KEYS order
+
+
+@njit(cache=True, error_model="numpy")
+def accumulate_step(acc, phi, fc, vc_next, active, mu):
+    """``_accumulate`` and ``fidelity_residuals`` of one step into ``acc`` (slots above):
+    max penetration, max (‖f_t‖ − μ f_n), min active f_n, per-step residual maxima and sums."""
+    m = phi.shape[0]
+    sig, diss, cone_res, pen = 0.0, 0.0, 0.0, 0.0
+    if m:
+        phimin, cone = np.inf, -np.inf
+        any_active = False
+        fmin = np.inf
+        cone_act = -np.inf
+        for i in range(m):
+            phimin = min(phimin, phi[i])
+            ft = np.sqrt(fc[i, 0] ** 2 + fc[i, 1] ** 2)
+            cone = max(cone, ft - mu * fc[i, 2])
+            if active[i]:
+                any_active = True
+                fmin = min(fmin, fc[i, 2])
+                vt = np.sqrt(vc_next[i, 0] ** 2 + vc_next[i, 1] ** 2)
+                sig = max(sig, abs(fc[i, 2] * vc_next[i, 2]))
+                diss = max(diss, abs((mu * fc[i, 2] - ft) * vt))
+                cone_act = max(cone_act, ft - mu * fc[i, 2])
+        acc[ACC_PENETRATION] = max(acc[ACC_PENETRATION], -phimin)
+        acc[ACC_CONE] = max(acc[ACC_CONE], cone)
+        if any_active:
+            acc[ACC_MIN_FN] = min(acc[ACC_MIN_FN], fmin)
+            cone_res = max(0.0, cone_act)
+        pen = max(0.0, -phimin)
+    res = (sig, diss, cone_res, pen)
+    for k in range(4):
+        acc[ACC_RES_MAX + k] = max(acc[ACC_RES_MAX + k], res[k])
+        acc[ACC_RES_SUM + k] += res[k]
 
 
 def biped_metrics(result: RunResult) -> dict[str, Any]:
@@ -545,3 +629,154 @@ def _tracking_metrics(result: RunResult, settle: float = 0.5) -> dict[str, Any]:
     if cop:
         out["cop_error_max_m"] = float(np.max(cop))
     return out
+
+
+@dataclass(frozen=True)
+class SimInfo:
+    """What a ``RunResult`` from another process keeps of its simulator (the readers of
+    ``result.sim`` use dt, settings and terrain)."""
+
+    dt: float
+    settings: SimSettings
+    terrain: Any
+
+
+@dataclass(frozen=True)
+class BehaviorInfo:
+    """What a ``RunResult`` from another process keeps of its behaviour: its name."""
+
+    name: str
+
+
+def _portable(result: RunResult) -> RunResult:
+    """The result without the objects that hold pinocchio data (simulator, robot, behaviour),
+    so that it pickles; ``run_parallel`` puts a robot back in the parent."""
+    result.sim = SimInfo(result.sim.dt, result.sim.settings, result.sim.terrain)
+    result.robot = None
+    name = getattr(result.behavior, "name", None)
+    result.behavior = None if name is None else BehaviorInfo(name)
+    return result
+
+
+_progress_queue = None  # set in each worker process by _init_worker
+
+
+def _init_worker(queue, warm_up: bool = False) -> None:
+    """A worker's start: its progress queue and, once, the compiled kernels loaded (a few
+    steps of the ball under every model), so that runs do not time numba's cache loading."""
+    global _progress_queue
+    _progress_queue = queue
+    if warm_up:
+        from biped_contact_sim.contact import CONTACT_MODELS
+
+        for model in CONTACT_MODELS:
+            try:
+                run("ball", model, duration=0.002)
+            except BipedSimError:
+                pass
+
+
+def _run_task(task: tuple[int, str, str | None, dict[str, Any]]) -> tuple[int, Any]:
+    """One run in a worker: (index, portable RunResult) or (index, the ConfigError text)."""
+    index, scenario, model, kwargs = task
+    try:
+        session = Run(scenario, model, **kwargs)
+    except ConfigError as exc:
+        return index, exc
+    queue = _progress_queue
+    if queue is not None:
+        queue.put(("total", session.n_steps))
+    chunk = 5 * PROGRESS_CHUNK
+    while True:
+        before = session.k
+        running = session.advance(chunk)
+        if queue is not None:
+            queue.put(("done", session.k - before + (session.n_steps - session.k
+                                                     if not running else 0)))
+        if not running:
+            break
+    return index, _portable(session.finish())
+
+
+def run_parallel(tasks: list[tuple[str, str | None, dict[str, Any]]], jobs: int | None = None,
+                 progress: bool = True, cost: Callable[[str, str | None], float] | None = None,
+                 ) -> list[RunResult | ConfigError]:
+    """Run independent ``(scenario, contact_model, run() keyword arguments)`` tasks in
+    ``jobs`` processes (default: every core), with one progress bar over all their steps.
+
+    The runs are deterministic, so the results equal sequential ones; each result comes back
+    without its simulator (``SimInfo`` instead) and with a robot rebuilt here. ``cost`` orders
+    the tasks, longest first, to balance the processes.
+
+    Returns:
+        Per task, in order, its ``RunResult`` or the ``ConfigError`` its settings raised.
+    """
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    jobs = jobs or os.cpu_count() or 1
+    if jobs < 1:
+        raise ConfigError(f"--jobs = {jobs} must be >= 1")
+    order = sorted(range(len(tasks)), key=lambda i: -(cost(*tasks[i][:2]) if cost else 0.0))
+    out: list[Any] = [None] * len(tasks)
+    bar = None
+    if progress:  # the total grows as the workers report their runs' lengths
+        bar = progress_bar(0, f"{len(tasks)} runs, {jobs} processes")
+    if jobs == 1:
+        queue = None
+        for i in order:
+            scenario, model, kwargs = tasks[i]
+            _init_worker(None)
+            out[i] = _run_task((i, scenario, model, kwargs))[1]
+            if bar is not None and not isinstance(out[i], ConfigError):
+                bar.total += out[i].steps
+                bar.update(out[i].steps)
+    else:
+        ctx = mp.get_context("spawn")  # no fork of a process that holds BLAS threads
+        queue = ctx.Queue()
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
+                                 initializer=_init_worker, initargs=(queue, True)) as pool:
+            pending = {pool.submit(_run_task, (i, *tasks[i])) for i in order}
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index, value = future.result()
+                    out[index] = value
+                _drain(queue, bar)
+            _drain(queue, bar)
+    if bar is not None:
+        bar.close()
+    robots: dict[tuple, RobotModel] = {}
+    for value in out:
+        if isinstance(value, RunResult):
+            key = (value.scenario.name, tuple(sorted(value.params.items())))
+            if key not in robots:
+                robots[key] = value.scenario.make_robot(value.params)
+            value.robot = robots[key]
+    return out
+
+
+def _drain(queue, bar) -> None:
+    """Move the workers' progress messages to the bar."""
+    import queue as queue_module
+    while True:
+        try:
+            kind, n = queue.get_nowait()
+        except queue_module.Empty:
+            return
+        if bar is not None:
+            if kind == "total":
+                bar.total += n
+                getattr(bar, "refresh", lambda: None)()
+            else:
+                bar.update(n)
+
+
+def compare_cost(scenario: str, model: str | None) -> float:
+    """A rough relative cost of a run, to start the longest first (``run_parallel``): simulated
+    steps, times ~10 for a whole-body or computed-torque controller and ~8 for a constraint
+    model."""
+    sc = get_scenario(scenario)
+    steps = (sc.duration or DEFAULT_DURATION) / sc.dt
+    controller = 10.0 if sc.controller in control_layer.CONTROLLERS else 1.0
+    return steps * controller * (1.0 if model in ("spring_damper", "penalty_fl") else 8.0)

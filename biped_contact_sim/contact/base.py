@@ -77,6 +77,20 @@ class ContactState:
         self._packed = packed
         self._views = None
 
+    @classmethod
+    def from_packed(cls, dt: float, phi: np.ndarray, vc: np.ndarray, p_tangent: np.ndarray,
+                    mu: np.ndarray, ids: np.ndarray,
+                    packed: tuple[np.ndarray, int, int, int]) -> ContactState:
+        """The simulator's constructor (``packed`` from ``robot.kernels.step_terms``), without
+        the argument checks of ``__init__`` (once per step)."""
+        state = object.__new__(cls)
+        state.dt, state.phi, state.vc, state.p_tangent, state.mu, state.ids = \
+            dt, phi, vc, p_tangent, mu, ids
+        state._Jc = state._gamma_c = state._Minv = state._tau_free = state._a_free = None
+        state._views = None
+        state._packed = packed
+        return state
+
     def _unpacked(self) -> tuple[np.ndarray, ...]:
         if self._views is None:
             self._views = unpack_views(*self._packed)
@@ -158,14 +172,14 @@ class ContactState:
         return self.a_free + self.Minv @ (self.Jc.T @ f.reshape(-1))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def packed_delassus(W, m, nv, nj, idx):
     """``delassus_from_factor`` on the buffer of ``robot.kernels.step_terms``."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
     return delassus_from_factor(X, Jc, af, gc, idx)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def delassus_from_factor(X, Jc, a_free, gamma_c, idx):
     """``G = X_Iᵀ X_I`` and ``b = J_c,I a_free + γ_c,I`` over the rows I of points idx."""
     k = idx.shape[0]

@@ -191,7 +191,7 @@ class PenaltyFLContact(ContactModel):
                                          "dropped": idx.size - keep.size})
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def pivoted_cholesky(G, tol):
     """Upper pivoted Cholesky ``G[π][:, π] = Uᵀ U`` (LAPACK ``dpstrf``'s decomposition): at each
     step the largest diagonal of the remaining Schur complement is the pivot (first one on
@@ -234,7 +234,7 @@ def pivoted_cholesky(G, tol):
     return U, perm, rank
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cholesky(C):
     """Lower Cholesky factor L of a symmetric positive definite C (ok = False otherwise)."""
     k = C.shape[0]
@@ -254,7 +254,7 @@ def _cholesky(C):
     return L, True
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cholesky_solve(L, y):
     """Solve ``L Lᵀ x = y``."""
     k = L.shape[0]
@@ -273,7 +273,7 @@ def _cholesky_solve(L, y):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def min_norm_kernel(G, r, rtol):
     """``x = G⁺ r`` for a symmetric PSD G, the compiled ``solvers.min_norm_solve`` (same
     mathematics: ``G⁺ = B (BᵀB)⁻¹ (BᵀB)⁻¹ Bᵀ`` with the pivoted factor ``G = B Bᵀ``).
@@ -324,7 +324,7 @@ def min_norm_kernel(G, r, rtol):
     return x, k, np.sqrt(res)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def penalty_from_packed(W, m, nv, nj, phi, vc, mu, params):
     """``penalty_forces`` with ``G = X_Aᵀ X_A`` and ``b = J_c,A a_free + γ_c,A`` formed for the
     active set A only, from the simulator's buffer (``ContactState.packed``)."""
@@ -335,7 +335,7 @@ def penalty_from_packed(W, m, nv, nj, phi, vc, mu, params):
     return _scatter(penalty_forces(G, b, phi[idx], vc[idx], mu[idx], params), idx, act)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def penalty_from_delassus(G, b, phi, vc, mu, params):
     """``penalty_forces`` from the Delassus operator and free acceleration of all points."""
     act = phi <= params[3]
@@ -351,7 +351,7 @@ def penalty_from_delassus(G, b, phi, vc, mu, params):
     return _scatter(penalty_forces(Ga, ba, phi[idx], vc[idx], mu[idx], params), idx, act)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _scatter(out, idx, act):
     fa, stats = out
     f = np.zeros((act.shape[0], 3))
@@ -362,7 +362,7 @@ def _scatter(out, idx, act):
     return f, act, stats
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def penalty_forces(G, b, phi, vc, mu, params):
     """Eqs. 17–20 of Rengifo et al. over the active points (the module docstring).
 

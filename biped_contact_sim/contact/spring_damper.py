@@ -149,7 +149,7 @@ class SpringDamperContact(ContactModel):
         return ContactResult(f, active, stats)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def spring_step(ids, known_ids, anchors, phi, vc, pt, mu, params):
     """``spring_forces`` with the anchors looked up by contact id (``known_ids`` sorted) and
     returned sorted by id, only for the points that keep one."""
@@ -168,7 +168,7 @@ def spring_step(ids, known_ids, anchors, phi, vc, pt, mu, params):
     return f, active, new_ids, new_anchors, stats
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def lookup_anchors(known_ids, anchors, ids):
     """Anchors (m, 2) of the points with ``ids`` (NaN where a point has none); ``known_ids``
     sorted."""
@@ -186,7 +186,7 @@ def lookup_anchors(known_ids, anchors, ids):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def spring_forces(phi, vc, pt, mu, anchor, kp, kv, linear, clamp, hc_n, hc_c, kt, dt_):
     """Normal law (eq. 2 or Hunt–Crossley) and the stiction spring of the module docstring.
 

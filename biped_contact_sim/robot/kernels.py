@@ -29,9 +29,9 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def point_terms(J, v, rotations, translations, velocities, accelerations, support, point_body,
-                local, frames, origins):
+                local, frames, origins, Jc, gc):
     """Contact-point terms of docs/methods.md §1 in contact frames (module docstring).
 
     Args:
@@ -45,11 +45,12 @@ def point_terms(J, v, rotations, translations, velocities, accelerations, suppor
         point_body: (m,) body index b(i); local: (m, 3) point in its joint frame.
         frames: (k, 3, 3) contact frames (columns t₁, t₂, n), k = m or 1 (shared);
         origins: (k, 3) a point of each contact surface.
+        Jc, gc: outputs, (3m, nv) contact-frame Jacobians and (3m,) drifts.
 
     Returns:
-        p (m, 3) world positions, phi (m,), p_tangent (m, 2), vc (m, 3), Jc (3m, nv),
-        gamma_c (3m,), all in contact frames except p, and the joint placements
-        ``[R_b | t_b]`` (nb, 3, 4) (copies: the observers read them after the Data moved on).
+        p (m, 3) world positions, phi (m,), p_tangent (m, 2), vc (m, 3), in contact frames
+        except p, and the joint placements ``[R_b | t_b]`` (nb, 3, 4) (copies: the observers
+        read them after the Data moved on).
     """
     m = point_body.shape[0]
     nv = v.shape[0]
@@ -67,8 +68,6 @@ def point_terms(J, v, rotations, translations, velocities, accelerations, suppor
     phi = np.empty(m)
     pt = np.empty((m, 2))
     vc = np.empty((m, 3))
-    Jc = np.zeros((3 * m, nv))
-    gc = np.empty(3 * m)
     pw = np.empty(3)
     vl = np.empty(3)
     gl = np.empty(3)
@@ -117,31 +116,36 @@ def point_terms(J, v, rotations, translations, velocities, accelerations, suppor
             for k in range(nv):
                 if support[b, k]:
                     Jc[3 * i + c, k] = c0 * Jw[0, k] + c1 * Jw[1, k] + c2 * Jw[2, k]
+                else:
+                    Jc[3 * i + c, k] = 0.0
         p[i, 0], p[i, 1], p[i, 2] = pw[0], pw[1], pw[2]
-    return p, phi, pt, vc, Jc, gc, placements
+    return p, phi, pt, vc, placements
 
 
-@njit(cache=True)
-def free_motion(U, D, nle, tau, v_idx, extra, Jc):
-    """``τ_free = Sᵀτ − h + extra``, ``a_free = M⁻¹ τ_free`` and ``X = D^{-1/2} U⁻¹ J_cᵀ``.
+@njit(cache=True, error_model="numpy")
+def free_motion(U, D, nle, tau, v_idx, extra, Jc, tf, a, X, Uc, Dc):
+    """``τ_free = Sᵀτ − h + extra``, ``a_free = M⁻¹ τ_free`` and ``X = D^{-1/2} U⁻¹ J_cᵀ``
+    into the outputs tf, a, X, with copies Uc, Dc of U and D (so a state outlives the Data
+    that produced it: RK4 stages overwrite it).
 
     With ``M = U D Uᵀ`` (pinocchio's factor), ``G = J_c M⁻¹ J_cᵀ = XᵀX`` (Delassus operator)
-    and ``M⁻¹ J_cᵀ f = U⁻ᵀ D^{-1/2} X f``. Returns copies of U and D too, so a state outlives
-    the Data that produced it (RK4 stages overwrite it).
+    and ``M⁻¹ J_cᵀ f = U⁻ᵀ D^{-1/2} X f``.
     """
     nv = nle.shape[0]
-    tf = -nle.copy()
+    for k in range(nv):
+        tf[k] = extra[k] - nle[k]
+        Dc[k] = D[k]
+        for c in range(nv):
+            Uc[k, c] = U[k, c]
     for j in range(v_idx.shape[0]):
         tf[v_idx[j]] += tau[j]
-    for k in range(nv):
-        tf[k] += extra[k]
-    Uc = U.copy()
-    Dc = D.copy()
-    a = solve_udut(Uc, Dc, tf)
+    a[:] = solve_udut(Uc, Dc, tf)
     n3 = Jc.shape[0]
     # U X' = J_cᵀ by back substitution, one row of X' at a time (the inner loop runs over the
     # 3m independent columns, so it vectorises), then X = D^{-1/2} X'.
-    X = np.ascontiguousarray(Jc.T)
+    for r in range(nv):
+        for c in range(n3):
+            X[r, c] = Jc[c, r]
     for r in range(nv - 1, -1, -1):
         for k in range(r + 1, nv):
             u = Uc[r, k]
@@ -152,10 +156,9 @@ def free_motion(U, D, nle, tau, v_idx, extra, Jc):
         s = 1.0 / np.sqrt(Dc[r])
         for c in range(n3):
             X[r, c] *= s
-    return tf, a, X, Uc, Dc
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def solve_udut(U, D, y):
     """``x = M⁻¹ y`` with ``M = U D Uᵀ`` (U unit upper triangular)."""
     nv = y.shape[0]
@@ -176,7 +179,7 @@ def solve_udut(U, D, y):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def inverse_udut(U, D):
     """Dense ``M⁻¹`` from ``M = U D Uᵀ`` (only for readers of ``ContactState.Minv``)."""
     nv = D.shape[0]
@@ -189,7 +192,7 @@ def inverse_udut(U, D):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def contact_acceleration(U, D, X, a_free, f):
     """``v̇ = a_free + M⁻¹ J_cᵀ f = a_free + U⁻ᵀ D^{-1/2} X f`` (f stacked (t₁, t₂, n))."""
     nv, n3 = X.shape
@@ -210,7 +213,7 @@ def contact_acceleration(U, D, X, a_free, f):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def euler_velocity(v, a, dt, Jc):
     """Semi-implicit Euler velocity ``v⁺ = v + dt a``, the contact velocities ``J_c v⁺`` and
     ``max |v⁺|`` (NaN if v⁺ is not finite)."""
@@ -234,13 +237,13 @@ def euler_velocity(v, a, dt, Jc):
     return vn, vc.reshape(n3 // 3, 3), vmax
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def packed_size(m, nv, nj):
     """Length of the per-step buffer of ``step_terms`` (layout in ``unpack``)."""
     return 3 * m * nv + 3 * m + nv * 3 * m + nv * nv + 3 * nv + nj
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def unpack(W, m, nv, nj):
     """Views of the per-step buffer: J_c (3m, nv), γ_c (3m,), X (nv, 3m), U (nv, nv), D (nv,),
     τ_free (nv,), a_free (nv,), clamped τ (nj,)."""
@@ -265,7 +268,7 @@ def unpack_views(W: np.ndarray, m: int, nv: int, nj: int) -> tuple[np.ndarray, .
             W[o[7]:o[8]])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations, velocities,
                accelerations, support, point_body, local, frames, origins):
     """One call for a step's terms: τ clamped to ``[−limit, limit]`` (and whether it was
@@ -288,35 +291,28 @@ def step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translation
         if not abs(x) <= 1e308:
             finite = False
         tc_o[j] = min(max(x, -limit[j]), limit[j])
-    p, phi, pt, vc, Jc, gc, placements = point_terms(
+    p, phi, pt, vc, placements = point_terms(
         J, v, rotations, translations, velocities, accelerations, support, point_body, local,
-        frames, origins)
-    tf, a, X, Uc, Dc = free_motion(U, D, nle, tc_o, v_idx, extra, Jc)
-    Jc_o[:, :] = Jc
-    gc_o[:] = gc
-    X_o[:, :] = X
-    U_o[:, :] = Uc
-    D_o[:] = Dc
-    tf_o[:] = tf
-    af_o[:] = a
+        frames, origins, Jc_o, gc_o)
+    free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
     return W, p, phi, pt, vc, placements, finite
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def refresh_free_motion(W, m, nv, nj):
     """``a_free = M⁻¹ τ_free`` again in W (after ``τ_free`` was changed in place)."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
     af[:] = solve_udut(U, D, tf)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def packed_acceleration(W, m, nv, nj, f):
     """``contact_acceleration`` from the buffer W."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
     return contact_acceleration(U, D, X, af, f)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def euler_step(W, m, nv, nj, f, v, dt):
     """``v̇ = a_free + M⁻¹ J_cᵀ f`` then ``euler_velocity``: returns (v̇, v⁺, J_c v⁺, max|v⁺|)."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)

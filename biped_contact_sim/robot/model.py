@@ -169,6 +169,12 @@ class RobotModel:
     def n_points(self) -> int:
         return len(self.point_frame_ids)
 
+    @property
+    def contact_joints(self) -> tuple[int, ...]:
+        """The joints carrying contact points, in increasing order (the order of the joint
+        placements the simulator reports, ``StepResult.placements``)."""
+        return tuple(sorted({self.model.frames[f].parentJoint for f in self.point_frame_ids}))
+
     def create_data(self) -> pin.Data:
         """A fresh pinocchio ``Data`` for this model (one per user: simulator, controller)."""
         return self.model.createData()
@@ -281,7 +287,7 @@ class TermsWorkspace:
         model = robot.model
         self.model, self.data = model, data
         frames = [model.frames[f] for f in robot.point_frame_ids]
-        self.joints = tuple(sorted({f.parentJoint for f in frames}))
+        self.joints = robot.contact_joints
         self.point_body = np.array([self.joints.index(f.parentJoint) for f in frames],
                                    dtype=np.int64)
         self.local = np.array([f.placement.translation for f in frames]).reshape(-1, 3)

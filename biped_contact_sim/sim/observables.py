@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
+from numba import njit
 
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.simulator import StepResult
@@ -104,8 +105,15 @@ def foot_wrenches(robot: RobotModel, data: pin.Data, q: np.ndarray,
     sole origin, from the step's point forces, at the configuration q the forces acted on.
 
     This is what F/T sensors under the soles measure, i.e. ``contact_wrench/<foot>`` and the
-    controllers' ``Measurement.wrenches``.
+    controllers' ``Measurement.wrenches``. When q is the step's start configuration, the sole
+    placements come from the joint placements the step computed (no kinematics again).
     """
+    if step.placements is not None and step.q_prev is not None and (
+            q is step.q_prev or np.array_equal(q, step.q_prev)):
+        layout = _layout(robot)
+        W, _, _ = sole_wrenches(step.p, step.f_world, step.f_contact[:, 2], step.placements,
+                                *layout, MIN_NORMAL_FORCE)
+        return {body.name: W[k] for k, body in enumerate(robot.contact_bodies)}
     pin.framesForwardKinematics(robot.model, data, q)
     out = {}
     for body in robot.contact_bodies:
@@ -127,9 +135,60 @@ class Observer:
         self.min_normal_force = min_normal_force
         self.data = robot.create_data()
         self.g = float(np.linalg.norm(robot.model.gravity.linear))
+        self._R_t = terrain.R.T.copy()
+        self._origin = np.array([0.0, 0.0, terrain.height])
 
     def observe(self, step: StepResult, q_prev: np.ndarray, v_prev: np.ndarray) -> Observation:
-        """Observables of ``step``, taken at the state the forces acted on (q_prev, v_prev)."""
+        """Observables of ``step``, taken at the state the forces acted on (q_prev, v_prev).
+
+        From the step's own joint placements by the compiled ``sole_wrenches`` and
+        ``support_hull`` when q_prev is the step's start; else ``observe_reference``.
+        """
+        if step.placements is None or step.q_prev is None or not (
+                q_prev is step.q_prev or np.array_equal(q_prev, step.q_prev)):
+            return self.observe_reference(step, q_prev, v_prev)
+        robot, data, model, terrain = self.robot, self.data, self.robot.model, self.terrain
+        p, fc = step.p, step.f_contact
+        fn = fc[:, 2]
+        W, normal, cop = sole_wrenches(p, step.f_world, fn, step.placements, *_layout(robot),
+                                       self.min_normal_force)
+        feet = []
+        for k, body in enumerate(robot.contact_bodies):
+            feet.append(FootObservation(body.name, body.frame, W[k, :3], W[k, 3:],
+                                        float(normal[k]), None if np.isnan(cop[k, 0])
+                                        else cop[k]))
+        local = terrain.to_contact(p)[:, :2]
+        zmp, hull, in_support, cone, fmin, pen = support_terms(
+            p, local, fc, step.phi, step.active, terrain.mu, self.min_normal_force, self._R_t,
+            self._origin)
+        zmp_c, com = self._centroidal(step, q_prev, v_prev)
+        pin.computeKineticEnergy(model, data, step.q, step.v)
+        pin.computePotentialEnergy(model, data, step.q)
+        return Observation(
+            t=step.t, feet=feet, zmp=None if np.isnan(zmp[0]) else zmp, zmp_centroidal=zmp_c,
+            com=com, support_polygon=hull, zmp_in_support=None if in_support < 0
+            else bool(in_support), penetration=pen, cone_violation=cone, min_normal_force=fmin,
+            energy=float(data.kinetic_energy + data.potential_energy))
+
+    def _centroidal(self, step: StepResult, q_prev: np.ndarray, v_prev: np.ndarray):
+        """ZMP from the centroidal dynamics (module docstring) and the CoM at (q_prev, v_prev)."""
+        model, data = self.robot.model, self.data
+        pin.computeCentroidalMomentumTimeVariation(model, data, q_prev, v_prev, step.a)
+        mass = data.mass[0]
+        com, ddc, dL = data.com[0].copy(), data.dhg.linear / mass, data.dhg.angular
+        zmp_c = None
+        denom = ddc[2] + self.g
+        if self.terrain.flat and abs(denom) > 1e-6:
+            zc = com[2] - self.terrain.height
+            zmp_c = np.array([com[0] - zc * ddc[0] / denom - dL[1] / (mass * denom),
+                              com[1] - zc * ddc[1] / denom + dL[0] / (mass * denom),
+                              self.terrain.height])
+        return zmp_c, com
+
+    def observe_reference(self, step: StepResult, q_prev: np.ndarray,
+                          v_prev: np.ndarray) -> Observation:
+        """``observe`` with numpy and pinocchio's frames only (the reference of the compiled
+        path, and the path for a q_prev that is not the step's start)."""
         robot, data, model = self.robot, self.data, self.robot.model
         pin.framesForwardKinematics(model, data, q_prev)
         p, f, fn = step.p, step.f_world, step.f_contact[:, 2]
@@ -176,3 +235,163 @@ class Observer:
             cone_violation=float(cone.max()) if len(cone) else 0.0,
             min_normal_force=float(fn[step.active].min()) if step.active.any() else 0.0,
             energy=float(data.kinetic_energy + data.potential_energy))
+
+
+def _layout(robot: RobotModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per contact body: the index of its joint in ``robot.contact_joints``, the sole frame's
+    placement in that joint's frame (3, 4), and its first and last+1 point (cached)."""
+    cached = getattr(robot, "_observer_layout", None)
+    if cached is None:
+        model, joints = robot.model, robot.contact_joints
+        idx = np.array([joints.index(model.frames[b.frame_id].parentJoint)
+                        for b in robot.contact_bodies], dtype=np.int64)
+        sole = np.array([model.frames[b.frame_id].placement.homogeneous[:3]
+                         for b in robot.contact_bodies]).reshape(-1, 3, 4)
+        ranges = np.array([(b.points[0], b.points[-1] + 1) for b in robot.contact_bodies],
+                          dtype=np.int64).reshape(-1, 2)
+        cached = (idx, sole, ranges)
+        robot._observer_layout = cached
+    return cached
+
+
+@njit(cache=True, error_model="numpy")
+def sole_wrenches(p, f_world, fn, placements, body_joint, sole, ranges, min_normal_force):
+    """Per contact body k with sole frame ``(R_k, o_k)`` = joint placement × sole placement:
+    ``[R_kᵀ Σ f_i; R_kᵀ Σ (p_i − o_k) × f_i]`` (6,), ``Σ f_n,i`` and the CoP
+    ``Σ f_n,i p_i / Σ f_n,i`` (NaN below ``min_normal_force``) — module docstring."""
+    nb = body_joint.shape[0]
+    W = np.zeros((nb, 6))
+    normal = np.zeros(nb)
+    cop = np.full((nb, 3), np.nan)
+    for k in range(nb):
+        P = placements[body_joint[k]]
+        S = sole[k]
+        R = np.empty((3, 3))
+        o = np.empty(3)
+        for r in range(3):
+            for c in range(3):
+                R[r, c] = P[r, 0] * S[0, c] + P[r, 1] * S[1, c] + P[r, 2] * S[2, c]
+            o[r] = P[r, 0] * S[0, 3] + P[r, 1] * S[1, 3] + P[r, 2] * S[2, 3] + P[r, 3]
+        F = np.zeros(3)
+        T = np.zeros(3)
+        cp = np.zeros(3)
+        total = 0.0
+        for i in range(ranges[k, 0], ranges[k, 1]):
+            d0, d1, d2 = p[i, 0] - o[0], p[i, 1] - o[1], p[i, 2] - o[2]
+            f0, f1, f2 = f_world[i, 0], f_world[i, 1], f_world[i, 2]
+            F[0] += f0
+            F[1] += f1
+            F[2] += f2
+            T[0] += d1 * f2 - d2 * f1
+            T[1] += d2 * f0 - d0 * f2
+            T[2] += d0 * f1 - d1 * f0
+            total += fn[i]
+            for r in range(3):
+                cp[r] += fn[i] * p[i, r]
+        for r in range(3):
+            W[k, r] = R[0, r] * F[0] + R[1, r] * F[1] + R[2, r] * F[2]
+            W[k, 3 + r] = R[0, r] * T[0] + R[1, r] * T[1] + R[2, r] * T[2]
+        normal[k] = total
+        if total >= min_normal_force:
+            for r in range(3):
+                cop[k, r] = cp[r] / total
+    return W, normal, cop
+
+
+@njit(cache=True, error_model="numpy")
+def hull_2d(points):
+    """Counter-clockwise convex hull of 2-D points (Andrew's monotone chain), the compiled
+    ``convex_hull``: points rounded to 1e-12 and deduplicated first, so collinear and repeated
+    points give the same hull."""
+    n = points.shape[0]
+    pts = np.empty((n, 2))
+    for i in range(n):
+        pts[i, 0] = np.round(points[i, 0], 12)
+        pts[i, 1] = np.round(points[i, 1], 12)
+    order = np.argsort(pts[:, 1], kind="mergesort")  # lexicographic: by x, then y
+    pts = pts[order]
+    order = np.argsort(pts[:, 0], kind="mergesort")
+    pts = pts[order]
+    u = np.empty((n, 2))
+    k = 0
+    for i in range(n):
+        if k == 0 or pts[i, 0] != u[k - 1, 0] or pts[i, 1] != u[k - 1, 1]:
+            u[k] = pts[i]
+            k += 1
+    if k <= 2:
+        return u[:k].copy()
+    hull = np.empty((2 * k, 2))
+    h = 0
+    for sweep in range(2):
+        start = h
+        for j in range(k):
+            i = j if sweep == 0 else k - 1 - j
+            while h - start >= 2:
+                o, a = hull[h - 2], hull[h - 1]
+                cross = (a[0] - o[0]) * (u[i, 1] - o[1]) - (a[1] - o[1]) * (u[i, 0] - o[0])
+                if cross > 0:
+                    break
+                h -= 1
+            hull[h] = u[i]
+            h += 1
+        h -= 1  # the last point of each chain starts the other
+    return hull[:h].copy()
+
+
+@njit(cache=True, error_model="numpy")
+def in_polygon(point, polygon, tol):
+    """The compiled ``point_in_polygon`` (counter-clockwise convex polygon, or a segment or a
+    point)."""
+    n = polygon.shape[0]
+    if n == 0:
+        return False
+    if n == 1:
+        return np.hypot(point[0] - polygon[0, 0], point[1] - polygon[0, 1]) <= tol
+    if n == 2:
+        ab0, ab1 = polygon[1, 0] - polygon[0, 0], polygon[1, 1] - polygon[0, 1]
+        ap0, ap1 = point[0] - polygon[0, 0], point[1] - polygon[0, 1]
+        s = min(1.0, max(0.0, (ap0 * ab0 + ap1 * ab1) / (ab0 * ab0 + ab1 * ab1)))
+        return np.hypot(ap0 - s * ab0, ap1 - s * ab1) <= tol
+    for i in range(n):
+        j = (i + 1) % n
+        e0, e1 = polygon[j, 0] - polygon[i, 0], polygon[j, 1] - polygon[i, 1]
+        r0, r1 = point[0] - polygon[i, 0], point[1] - polygon[i, 1]
+        if e0 * r1 - e1 * r0 < -tol:
+            return False
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def support_terms(p, local, fc, phi, active, mu, min_normal_force, R_t, origin):
+    """The force ZMP (NaN when Σ f_n < ``min_normal_force``), the support polygon (hull of the
+    active points with f_n > 0, surface coordinates), whether the ZMP lies in it (−1: no ZMP),
+    the cone violation ``max(‖f_t‖ − μ f_n, 0)``, the most negative normal force of the active
+    points (0 if none) and the penetration ``max(0, −min φ)``."""
+    m = p.shape[0]
+    total = 0.0
+    z = np.zeros(3)
+    cone, fmin, pen = 0.0, np.inf, 0.0
+    sel = np.zeros(m, dtype=np.bool_)
+    for i in range(m):
+        fn = fc[i, 2]
+        total += fn
+        for r in range(3):
+            z[r] += fn * p[i, r]
+        cone = max(cone, np.hypot(fc[i, 0], fc[i, 1]) - mu * fn)
+        if active[i]:
+            fmin = min(fmin, fn)
+            sel[i] = fn > 0.0
+        pen = max(pen, -phi[i])
+    hull = hull_2d(local[sel])
+    zmp = np.full(3, np.nan)
+    inside = -1
+    if total >= min_normal_force:
+        for r in range(3):
+            zmp[r] = z[r] / total
+        zl = np.empty(2)
+        for r in range(2):
+            zl[r] = (R_t[r, 0] * (zmp[0] - origin[0]) + R_t[r, 1] * (zmp[1] - origin[1])
+                     + R_t[r, 2] * (zmp[2] - origin[2]))
+        inside = 1 if in_polygon(zl, hull, 1e-6) else 0
+    return zmp, hull, inside, max(cone, 0.0), 0.0 if fmin == np.inf else fmin, pen
+

@@ -82,24 +82,26 @@ class StepResult:
         f_external: (3,) external force applied over the step (world) or None.
         ids: (m,) contact ids of the points (``ContactState.ids``).
         placements: (nb, 3, 4) ``[R | t]`` at the start of the step of the joints carrying
-            points (``TermsWorkspace.joints``), for the observers.
+            points (``RobotModel.contact_joints``), for the observers.
+        q_prev: the configuration at the start of the step (the forces acted there).
     """
 
     __slots__ = ("_R", "_f_world", "a", "active", "f_contact", "f_external", "ids", "p", "phi",
-                 "placements", "q", "stats", "t", "tau", "v", "vc", "vc_next")
+                 "placements", "q", "q_prev", "stats", "t", "tau", "v", "vc", "vc_next")
 
     def __init__(self, t: float, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau: np.ndarray,
                  p: np.ndarray, phi: np.ndarray, vc: np.ndarray, f_contact: np.ndarray,
                  f_world: np.ndarray | None, active: np.ndarray, stats: Mapping | None = None,
                  vc_next: np.ndarray | None = None, f_external: np.ndarray | None = None,
                  ids: np.ndarray | None = None, placements: np.ndarray | None = None,
-                 R: np.ndarray | None = None):
+                 R: np.ndarray | None = None, q_prev: np.ndarray | None = None):
         self.t, self.q, self.v, self.a, self.tau = t, q, v, a, tau
         self.p, self.phi, self.vc, self.f_contact, self._f_world = p, phi, vc, f_contact, f_world
         self.active, self.stats = active, {} if stats is None else stats
         self.vc_next, self.f_external, self.ids, self.placements = vc_next, f_external, ids, \
             placements
         self._R = R
+        self.q_prev = q_prev
 
     @property
     def f_world(self) -> np.ndarray:
@@ -257,8 +259,8 @@ class Simulator:
             ws.local, self._frames, self._origins)
         if not finite:
             raise InputError("torque command contains NaN or Inf")
-        state = ContactState(self.dt, phi, vc, None, None, None, None, pt, self._mu, self._ids,
-                             packed=(W, len(phi), self._nv, self._n_joints))
+        state = ContactState.from_packed(self.settings.dt, phi, vc, pt, self._mu, self._ids,
+                                         (W, len(phi), self._nv, self._n_joints))
         return StepTerms(p, placements, W, self._n_joints), state
 
     def _acceleration(self, q, v, tau, commit):
@@ -310,12 +312,12 @@ class Simulator:
         # q stays finite: v⁺ is finite and bounded, q was finite (checked by reset).
         result = StepResult(t_new, q_new, v_new, a, tau, terms.p, state.phi, state.vc, f, None,
                             res.active, res.stats, vc_next, f_ext, state.ids, terms.placements,
-                            self._R_world)
+                            self._R_world, q)
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def clamp(tau, limit):
     """τ clamped to ``[−limit, limit]`` and whether every entry is finite."""
     out = np.empty_like(tau)
