@@ -5,9 +5,14 @@
 Dynamics (docs/methods.md §1): ``M v̇ = Sᵀτ − h + J_cᵀ f``. Integrators:
 
 * ``semi_implicit_euler`` (default, symplectic): ``v⁺ = v + dt v̇``, ``q⁺ = integrate(q, dt v⁺)``;
-* ``rk4`` (force-based models only): classical RK4 with every stage's configuration obtained by
-  ``pin.integrate`` from q, contact forces re-evaluated at every stage; the reported force is
-  the RK4-weighted mean (the impulse over the step divided by dt).
+* ``rk4`` (force-based models only): RK4 on the configuration manifold (Runge–Kutta–Munthe-Kaas,
+  Munthe-Kaas 1998, "Runge-Kutta methods on Lie groups", BIT 38, doi:10.1007/BF02510919):
+  the configuration is ``q = q₀ ⊕ ξ`` with ξ in the tangent space at q₀ (``pin.integrate``),
+  whose rate is ``ξ̇ = J(ξ)⁻¹ v`` (``pin.dIntegrate``); the classical RK4 tableau runs on
+  (ξ, v), both vectors of one space, and ``q⁺ = q₀ ⊕ ξ⁺``. (Adding the stage velocities, which
+  live in the tangent spaces of different base poses, without J⁻¹ makes it second order on a
+  free-flyer.) Contact forces are re-evaluated at every stage; the reported force is the
+  RK4-weighted mean (the impulse over the step divided by dt).
 
 Torques are a zero-order hold over the step, clamped to the URDF effort limits. A state that
 becomes NaN/Inf or faster than ``max_speed`` raises ``DivergenceError`` and is not committed.
@@ -84,24 +89,28 @@ class StepResult:
         placements: (nb, 3, 4) ``[R | t]`` at the start of the step of the joints carrying
             points (``RobotModel.contact_joints``), for the observers.
         q_prev: the configuration at the start of the step (the forces acted there).
+        energy_prev: kinetic + potential energy at the start of the step [J].
+        tau_external: (nv,) generalized force of the external forces over the step, or None.
     """
 
-    __slots__ = ("_R", "_f_world", "a", "active", "f_contact", "f_external", "ids", "p", "phi",
-                 "placements", "q", "q_prev", "stats", "t", "tau", "v", "vc", "vc_next")
+    __slots__ = ("_R", "_f_world", "a", "active", "energy_prev", "f_contact", "f_external",
+                 "ids", "p", "phi", "placements", "q", "q_prev", "stats", "t", "tau",
+                 "tau_external", "v", "vc", "vc_next")
 
     def __init__(self, t: float, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau: np.ndarray,
                  p: np.ndarray, phi: np.ndarray, vc: np.ndarray, f_contact: np.ndarray,
                  f_world: np.ndarray | None, active: np.ndarray, stats: Mapping | None = None,
                  vc_next: np.ndarray | None = None, f_external: np.ndarray | None = None,
                  ids: np.ndarray | None = None, placements: np.ndarray | None = None,
-                 R: np.ndarray | None = None, q_prev: np.ndarray | None = None):
+                 R: np.ndarray | None = None, q_prev: np.ndarray | None = None,
+                 energy_prev: float = float("nan"), tau_external: np.ndarray | None = None):
         self.t, self.q, self.v, self.a, self.tau = t, q, v, a, tau
         self.p, self.phi, self.vc, self.f_contact, self._f_world = p, phi, vc, f_contact, f_world
         self.active, self.stats = active, {} if stats is None else stats
         self.vc_next, self.f_external, self.ids, self.placements = vc_next, f_external, ids, \
             placements
         self._R = R
-        self.q_prev = q_prev
+        self.q_prev, self.energy_prev, self.tau_external = q_prev, energy_prev, tau_external
 
     @property
     def f_world(self) -> np.ndarray:
@@ -137,7 +146,8 @@ class Simulator:
         settings: step size and integrator.
 
     Raises:
-        ConfigError: the contact model refuses dt/integrator (e.g. penalty_fl with dt·k_v ≥ 2).
+        ConfigError: the contact model refuses dt/integrator (e.g. penalty_fl with dt·k_v ≥ 2)
+            or its stiffness for this robot's inertia (spring_damper, ``check_inertia``).
     """
 
     def __init__(self, robot: RobotModel, contact: ContactModel,
@@ -161,8 +171,10 @@ class Simulator:
         self._n_joints = robot.n_joints
         self._nv = robot.nv
         self._f_ext: np.ndarray | None = None
+        self._tau_ext: np.ndarray | None = None
         self._euler = self.settings.integrator == "semi_implicit_euler"
         self._R_world = None if self.terrain.flat else self._R  # f_world = f Rᵀ (None: f)
+        self._inertia_checked = False
         self.reset(pin.neutral(robot.model))
 
     @property
@@ -184,6 +196,12 @@ class Simulator:
             raise InputError("reset: q, v and t must be finite")
         self.q, self.v, self.t = q.copy(), v.copy(), float(t)
         self.contact.reset(self.robot.n_points)
+        if not self._inertia_checked and self.robot.n_points:
+            # Mass-dependent stability (spring_damper), at the first configuration set.
+            _, state = self.contact_state(self.q, self.v, np.zeros(self._n_joints))
+            self.contact.check_inertia(self.settings.dt,
+                                       state.delassus(np.arange(self.robot.n_points))[0])
+            self._inertia_checked = True
 
     def add_external_force(self, external: ExternalForce) -> None:
         """Schedule an external force (kept across ``reset``; ``clear_external_forces``).
@@ -250,9 +268,11 @@ class Simulator:
         ws = self.workspace
         ws.compute(q, v)
         extra = self._zero_nv
-        self._f_ext = None
+        self._f_ext = self._tau_ext = None
         if self._external:
             extra, self._f_ext = self._external_force(self.t)
+            if self._f_ext is not None:
+                self._tau_ext = extra
         W, p, phi, pt, vc, placements, finite = step_terms(
             ws.J, ws.U, ws.D, ws.nle, v, tau, self._limit, self._v_idx, extra, ws.rotations,
             ws.translations, ws.velocities, ws.accelerations, ws.support, ws.point_body,
@@ -262,6 +282,12 @@ class Simulator:
         state = ContactState.from_packed(self.settings.dt, phi, vc, pt, self._mu, self._ids,
                                          (W, len(phi), self._nv, self._n_joints))
         return StepTerms(p, placements, W, self._n_joints), state
+
+    def _chart_velocity(self, q: np.ndarray, xi: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """ξ̇ = J(ξ)⁻¹ v: the rate of the chart coordinate ξ (q = q₀ ⊕ ξ) of a configuration
+        moving with velocity v, J = ∂(q₀ ⊕ ξ)/∂ξ (pinocchio ``dIntegrate``, ARG1)."""
+        J = pin.dIntegrate(self.robot.model, q, xi, pin.ArgumentPosition.ARG1)
+        return np.linalg.solve(J, v)
 
     def _acceleration(self, q, v, tau, commit):
         terms, state = self.contact_state(q, v, tau)
@@ -278,9 +304,11 @@ class Simulator:
         settings, q, v = self.settings, self.q, self.v
         dt, model = settings.dt, self.robot.model
         terms, state = self.contact_state(q, v, tau)
+        data = self.data
+        energy = data.kinetic_energy + data.potential_energy  # at (q, v), by computeAllTerms
         tau = terms.tau
         res = self.contact.compute(state, commit=True)
-        f_ext = self._f_ext
+        f_ext, tau_ext = self._f_ext, self._tau_ext
         if self._euler:
             packed = state.packed
             if packed is not None:
@@ -289,14 +317,20 @@ class Simulator:
                 a = state.contact_acceleration(res.f)
                 v_new, vc_next, speed = euler_velocity(v, a, dt, state.Jc)
             f = res.f
-        else:  # rk4
+        else:  # rk4 on the Lie group (Runge–Kutta–Munthe-Kaas, module docstring)
             a1 = state.contact_acceleration(res.f)
             v2 = v + 0.5 * dt * a1
-            a2, *_, r2 = self._acceleration(pin.integrate(model, q, 0.5 * dt * v), v2, tau, False)
+            xi2 = 0.5 * dt * v
+            a2, *_, r2 = self._acceleration(pin.integrate(model, q, xi2), v2, tau, False)
+            k2 = self._chart_velocity(q, xi2, v2)
             v3 = v + 0.5 * dt * a2
-            a3, *_, r3 = self._acceleration(pin.integrate(model, q, 0.5 * dt * v2), v3, tau, False)
+            xi3 = 0.5 * dt * k2
+            a3, *_, r3 = self._acceleration(pin.integrate(model, q, xi3), v3, tau, False)
+            k3 = self._chart_velocity(q, xi3, v3)
             v4 = v + dt * a3
-            a4, *_, r4 = self._acceleration(pin.integrate(model, q, dt * v3), v4, tau, False)
+            xi4 = dt * k3
+            a4, *_, r4 = self._acceleration(pin.integrate(model, q, xi4), v4, tau, False)
+            k4 = self._chart_velocity(q, xi4, v4)
             a = (a1 + 2 * a2 + 2 * a3 + a4) / 6.0
             v_new, vc_next, speed = euler_velocity(v, a, dt, state.Jc)
             f = (res.f + 2 * r2.f + 2 * r3.f + r4.f) / 6.0
@@ -304,15 +338,17 @@ class Simulator:
         if not speed <= settings.max_speed:
             what = "state is NaN or Inf" if np.isnan(speed) else \
                 f"|v| = {speed:.3g} exceeds max_speed {settings.max_speed:g}"
-            raise DivergenceError(DIVERGED.format(t=t_new, what=what))
+            exc = DivergenceError(DIVERGED.format(t=t_new, what=what))
+            exc.t, exc.cause = t_new, what  # for the outcome of a run (runner)
+            raise exc
         if self._euler:
             q_new = pin.integrate(model, q, dt * v_new)
         else:
-            q_new = pin.integrate(model, q, dt / 6.0 * (v + 2 * v2 + 2 * v3 + v4))
+            q_new = pin.integrate(model, q, dt / 6.0 * (v + 2 * k2 + 2 * k3 + k4))
         # q stays finite: v⁺ is finite and bounded, q was finite (checked by reset).
         result = StepResult(t_new, q_new, v_new, a, tau, terms.p, state.phi, state.vc, f, None,
                             res.active, res.stats, vc_next, f_ext, state.ids, terms.placements,
-                            self._R_world, q)
+                            self._R_world, q, energy, tau_ext)
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
 
