@@ -267,6 +267,15 @@ class ContactModel(ABC):
             raise ConfigError(f"Contact model {self.name!r} does not support integrator "
                               f"{integrator!r}. Supported: {', '.join(self.integrators)}")
 
+    def check_inertia(self, dt: float, G: np.ndarray) -> None:  # noqa: B027 - most need nothing
+        """Refuse settings that explicit integration cannot run stably on this robot, given its
+        Delassus operator ``G = J_c M⁻¹ J_cᵀ`` over all points (the simulator calls it at
+        ``reset``; models whose contact dynamics are mass-independent need nothing).
+
+        Raises:
+            ConfigError: naming the setting, its value and the bound.
+        """
+
     def reset(self, n_points: int) -> None:  # noqa: B027 - stateless models need nothing
         """Forget any internal state (e.g. stiction anchors)."""
 
