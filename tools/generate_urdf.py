@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Generate the URDF robot descriptions of biped_contact_sim.
 
-The robots (``biped3d``, ``humanoid``, ``planar_biped``, ``ball``, ``brick``) are described
-below as tables of links (primitive shape, size, centre, mass) and joints (origin, axis, limits).
+The robots (``biped3d``, ``humanoid``, ``planar_biped``, ``ball``, ``brick``, ``box``) are
+described below as tables of links (primitive shape, size, centre, mass) and joints (origin,
+axis, limits).
 Conventions: x forward, y left, z up; cylinders lie along their link's z axis.
 
 Every massive link gets a <visual> and a <collision> with the same geometry, and an <inertial>
@@ -201,6 +202,14 @@ def brick() -> tuple[list[Link], list[Joint]]:
     return [Link("brick", "box", (0.20, 0.10, 0.05), (0.0, 0.0, 0.0), 1.0)], []
 
 
+def box() -> tuple[list[Link], list[Joint]]:
+    """Rigid box 0.20 x 0.10 x 0.10 m, 2 kg, with a massless sole frame ``box_sole`` at the centre
+    of its bottom face; the loader adds a free-flyer root joint (the stick/slip tests on a ramp
+    put contact points at the four corners of the sole)."""
+    return ([Link("box", "box", (0.20, 0.10, 0.10), (0.0, 0.0, 0.0), 2.0), Link("box_sole")],
+            [Joint("box_sole_joint", "box", "box_sole", (0.0, 0.0, -0.05))])
+
+
 ROOT_LINK = "base_link"
 
 
@@ -212,7 +221,7 @@ def with_root_link(links: list[Link], joints: list[Joint]) -> tuple[list[Link], 
 
 
 ROBOTS = {"biped3d": biped3d, "humanoid": humanoid, "planar_biped": planar_biped, "ball": ball,
-          "brick": brick}
+          "brick": brick, "box": box}
 
 
 def _num(*values: float) -> str:

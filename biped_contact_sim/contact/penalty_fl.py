@@ -22,6 +22,24 @@ the active set spoils the stance foot's forces). Points whose f'_n < 0 are dropp
 eq. 18 is solved again on the rest, until every f'_n ≥ 0 (at most ``max_active_set_iterations``
 solves; the count is reported) — the active-set answer to ``0 ≤ f_n ⊥ p̈_n − p̈ᵈ_n ≥ 0``.
 
+``friction = "coupled"`` (our extension, the default; "per_point" is the paper's eqs. 19–20):
+on a rigid body with several contact points, eq. 18 spreads the tangential load by minimum
+norm, not by the points' normal loads, so a point with little normal load gets more than
+μ f_n while the body as a whole is well inside its cone; clipping that point alone (eq. 20)
+leaves the others with the forces of the unclipped solve, the body's tangential balance is lost
+and it creeps (about 1 mm/s for a box on four corners near μ = tan α) — and, on a limp robot
+whose feet are dragged sideways, the normal forces computed together with the clipped
+tangential ones no longer hold the feet up (they sank 75 mm and were thrown out). Instead,
+points whose f'_t leaves the cone (‖f'_t‖ > μ max(f'_n, 0)) are fixed on its boundary,
+``f_t,i = μ f_n,i d_i`` with d_i the direction of f'_t,i (eq. 20's direction), their tangential
+rows are dropped and eq. 18 is solved again (minimum-norm least squares) for the normal forces
+of the sliding points and the full forces of the others, until no point leaves the cone; only
+then are pulling points dropped (a sticking trial's tangential demand can tilt the normal
+loads of a sliding body until some look pulling); a body sticks while its total
+tangential load fits the sum of its points' cones, and slides with exactly Coulomb's law
+otherwise. Both active sets share ``max_active_set_iterations``; the solves and the sliding
+points are reported (``active_set_solves``, ``sliding``).
+
 ``separation_damping = True`` (our extension, off by default): eq. 17 damps only approach
 (min(0, φ̇)), so a point rising inside the active set follows the undamped φ̈ = −k_p(φ + ε)
 and leaves it whenever its upward speed exceeds √k_p·ε (22 µm/s for k_p = 500, ε = 1 µm): a
@@ -57,6 +75,7 @@ from biped_contact_sim.robot.kernels import unpack
 from biped_contact_sim.solvers import min_norm_solve
 
 UNILATERAL = ("active_set", "clip")
+FRICTION = ("coupled", "per_point")
 
 
 @dataclass(frozen=True)
@@ -70,7 +89,10 @@ class PenaltyFLSettings:
         rank_rtol: relative pivot tolerance of the minimum-norm solve of eq. 18.
         unilateral: "clip" (eq. 19 after one solve, the paper) or "active_set" (re-solve
             without the points that would pull; module docstring).
-        max_active_set_iterations: cap on the eq. 18 solves per step with "active_set".
+        max_active_set_iterations: cap on the eq. 18 solves per step (both active sets).
+        friction: "coupled" (points beyond the cone slide with f_t = μ f_n and eq. 18 is solved
+            again for the rest; module docstring) or "per_point" (eqs. 19–20 after one solve,
+            the paper).
         separation_damping: damp φ̇ in both directions (−k_v φ̇ instead of eq. 17's
             −k_v min(0, φ̇); module docstring).
         contact_tolerance: δ [m], points with φ ≤ δ are in the active set (module docstring).
@@ -81,7 +103,8 @@ class PenaltyFLSettings:
     epsilon: float = 0.0
     rank_rtol: float = 1e-10
     unilateral: str = "active_set"
-    max_active_set_iterations: int = 8
+    max_active_set_iterations: int = 32
+    friction: str = "coupled"
     separation_damping: bool = False
     contact_tolerance: float = 1e-9
 
@@ -89,6 +112,9 @@ class PenaltyFLSettings:
         if self.unilateral not in UNILATERAL:
             raise ConfigError(f"penalty_fl.unilateral = {self.unilateral!r} must be one of "
                               f"{', '.join(UNILATERAL)}")
+        if self.friction not in FRICTION:
+            raise ConfigError(f"penalty_fl.friction = {self.friction!r} must be one of "
+                              f"{', '.join(FRICTION)}")
         if not isinstance(self.separation_damping, bool):
             raise ConfigError(f"penalty_fl.separation_damping = {self.separation_damping!r} "
                               "must be true or false")
@@ -108,7 +134,7 @@ class PenaltyFLContact(ContactModel):
 
     name = "penalty_fl"
     Settings = PenaltyFLSettings
-    stat_names = ("rank", "residual", "saturated", "active_set_solves", "dropped")
+    stat_names = ("rank", "residual", "saturated", "active_set_solves", "dropped", "sliding")
 
     def __init__(self, **settings):
         super().__init__(**settings)
@@ -116,7 +142,8 @@ class PenaltyFLContact(ContactModel):
         # The kernels' settings in one array (one argument to type-check per call).
         self._params = np.array([s.kp, s.kv, s.epsilon, s.contact_tolerance, s.rank_rtol,
                                  float(s.separation_damping), float(s.unilateral == "clip"),
-                                 float(s.max_active_set_iterations)])
+                                 float(s.max_active_set_iterations),
+                                 float(s.friction == "coupled")])
 
     def check(self, dt: float, integrator: str) -> None:
         """Refuse ``dt·k_v ≥ 2`` or ``dt²·k_p ≥ 4 − 2 dt·k_v`` (explicit-integration bound)."""
@@ -146,49 +173,86 @@ class PenaltyFLContact(ContactModel):
 
     def compute_reference(self, state: ContactState, commit: bool = True) -> ContactResult:
         """The numpy implementation of ``compute`` (LAPACK's pivoted Cholesky through
-        ``solvers.min_norm_solve``): the reference the compiled kernel is tested against."""
+        ``solvers.min_norm_solve``, numpy's SVD least squares once points slide): the reference
+        the compiled kernel is tested against."""
         s = self.settings
         m = state.n_points
         f = np.zeros((m, 3))
         active = state.phi <= s.contact_tolerance
         idx = np.flatnonzero(active)
+        names = self.stat_names
         if idx.size == 0:
-            return ContactResult(f, active, {"rank": 0, "residual": 0.0, "saturated": 0,
-                                             "active_set_solves": 0, "dropped": 0})
-        vc = state.vc[idx]
+            return ContactResult(f, active, dict.fromkeys(names, 0))
+        a = idx.size
+        vc, mu = state.vc[idx], state.mu[idx]
         # Eq. 17 (ε variant of §V): desired accelerations in contact frames.
-        acc_d = np.empty((idx.size, 3))
+        acc_d = np.empty((a, 3))
         acc_d[:, :2] = -s.kv * vc[:, :2]
         vn = vc[:, 2] if s.separation_damping else np.minimum(0.0, vc[:, 2])
         acc_d[:, 2] = -s.kp * (state.phi[idx] + s.epsilon) - s.kv * vn
         G, b = state.delassus(idx)
         rhs = acc_d.ravel() - b
-        keep = np.arange(idx.size)  # positions in idx of the points still in the solve
+        keep, sliding, d = np.ones(a, bool), np.zeros(a, bool), np.zeros((a, 2))
         solves = 0
         while True:
-            rows = (3 * keep[:, None] + np.arange(3)).ravel()
-            sol = min_norm_solve(G[np.ix_(rows, rows)] if keep.size < idx.size else G,
-                                 rhs[rows] if keep.size < idx.size else rhs, s.rank_rtol)
+            fp, rank, residual = self._reduced_reference(G, rhs, keep, sliding, d, mu)
             solves += 1
-            pulling = sol.x[2::3] < 0.0
-            if (s.unilateral == "clip" or not pulling.any() or pulling.all()
-                    or solves >= s.max_active_set_iterations):
+            if solves >= s.max_active_set_iterations:
                 break
-            keep = keep[~pulling]  # eq. 18 again without the points that would pull
-        fp = np.zeros((idx.size, 3))
-        fp[keep] = sol.x.reshape(-1, 3)  # eq. 18, f' = G⁺(p̈ᵈ − b) on the final set
+            if s.friction == "coupled":  # beyond the cone: f_t = μ f_n along f'_t (first)
+                ft = np.hypot(fp[:, 0], fp[:, 1])
+                new = keep & ~sliding & (ft > 0.0) \
+                    & (ft > mu * np.maximum(fp[:, 2], 0.0) * (1.0 + 1e-12))
+                if new.any():
+                    sliding |= new
+                    d[new] = fp[new, :2] / ft[new, None]
+                    continue
+            pulling = keep & (fp[:, 2] < 0.0)
+            if s.unilateral != "clip" and 0 < pulling.sum() < keep.sum():
+                keep &= ~pulling  # eq. 18 again without the points that would pull
+                sliding &= keep
+                continue
+            break
         # Eqs. 19–20: unilateral normal force, tangential components inside the cone.
         fn = np.maximum(0.0, fp[:, 2])
         theta = np.arctan2(fp[:, 1], fp[:, 0])
-        mu = state.mu[idx]
         ft1 = np.sign(fp[:, 0]) * np.minimum(np.abs(fp[:, 0]), mu * fn * np.abs(np.cos(theta)))
         ft2 = np.sign(fp[:, 1]) * np.minimum(np.abs(fp[:, 1]), mu * fn * np.abs(np.sin(theta)))
         f[idx, 0], f[idx, 1], f[idx, 2] = ft1, ft2, fn
-        saturated = int(np.count_nonzero(
-            (fp[:, 2] < 0.0) | (np.abs(ft1) < np.abs(fp[:, 0])) | (np.abs(ft2) < np.abs(fp[:, 1]))))
-        return ContactResult(f, active, {"rank": sol.rank, "residual": sol.residual,
-                                         "saturated": saturated, "active_set_solves": solves,
-                                         "dropped": idx.size - keep.size})
+        slide = sliding & keep
+        clipped = (fp[:, 2] < 0.0) | (np.abs(ft1) < np.abs(fp[:, 0])) \
+            | (np.abs(ft2) < np.abs(fp[:, 1]))
+        return ContactResult(f, active, dict(zip(names, (
+            rank, residual, int(np.count_nonzero(slide | clipped)), solves,
+            int(a - keep.sum()), int(slide.sum())), strict=True)))
+
+    def _reduced_reference(self, G, rhs, keep, sliding, d, mu):
+        """``_reduced_solve`` in numpy (the reference)."""
+        a = keep.size
+        cols = []  # per kept point: (point, sliding)
+        B_blocks, rows = [], []
+        for i in np.flatnonzero(keep):
+            if sliding[i]:
+                col = np.zeros((3 * a, 1))
+                col[3 * i:3 * i + 2, 0] = mu[i] * d[i]
+                col[3 * i + 2, 0] = 1.0
+                rows.append(3 * i + 2)
+            else:
+                col = np.zeros((3 * a, 3))
+                col[3 * i:3 * i + 3] = np.eye(3)
+                rows += [3 * i, 3 * i + 1, 3 * i + 2]
+            B_blocks.append(col)
+            cols.append((i, bool(sliding[i])))
+        B = np.hstack(B_blocks)
+        M, r = G[rows] @ B, rhs[rows]
+        if sliding[keep].any():
+            x, _, rank, _ = np.linalg.lstsq(M, r, rcond=self.settings.rank_rtol)
+            residual = float(np.linalg.norm(M @ x - r))
+        else:
+            sol = min_norm_solve(M, r, self.settings.rank_rtol)
+            x, rank, residual = sol.x, sol.rank, sol.residual
+        fp = (B @ x).reshape(a, 3)
+        return fp, int(rank), residual
 
 
 @njit(cache=True, error_model="numpy")
@@ -363,23 +427,92 @@ def _scatter(out, idx, act):
 
 
 @njit(cache=True, error_model="numpy")
+def _reduced_solve(G, rhs, keep, sliding, d, mu, rtol):
+    """Eq. 18 on the points ``keep``, the tangential force of each ``sliding`` point fixed at
+    ``μ f_n d`` (its normal row kept, its tangential rows dropped): the minimum-norm least-squares
+    solution of the reduced system, by ``min_norm_kernel`` when nothing slides (G symmetric) and
+    by LAPACK's SVD least squares (gelsd, ``rcond = rtol``) otherwise.
+
+    Returns:
+        f' (a, 3) (zero off ``keep``), rank, residual ‖M x − r‖ of the reduced system.
+    """
+    a = keep.shape[0]
+    sel = np.flatnonzero(keep)
+    k = sel.shape[0]
+    col = np.empty(k, dtype=np.int64)  # first column (= first row) of each kept point
+    n = 0
+    any_sliding = False
+    for t in range(k):
+        col[t] = n
+        if sliding[sel[t]]:
+            n += 1
+            any_sliding = True
+        else:
+            n += 3
+    M = np.empty((n, n))
+    r = np.empty(n)
+    for t in range(k):
+        i = sel[t]
+        for ci in range(3):
+            if sliding[i] and ci < 2:
+                continue
+            row = col[t] + (0 if sliding[i] else ci)
+            gi = 3 * i + ci
+            r[row] = rhs[gi]
+            for u in range(k):
+                j = sel[u]
+                if sliding[j]:
+                    M[row, col[u]] = (G[gi, 3 * j] * mu[j] * d[j, 0]
+                                      + G[gi, 3 * j + 1] * mu[j] * d[j, 1] + G[gi, 3 * j + 2])
+                else:
+                    for c in range(3):
+                        M[row, col[u] + c] = G[gi, 3 * j + c]
+    if any_sliding:
+        x, _, rank, _ = np.linalg.lstsq(M, r, rcond=rtol)
+        res = 0.0
+        for i in range(n):
+            e = -r[i]
+            for j in range(n):
+                e += M[i, j] * x[j]
+            res += e * e
+        residual = np.sqrt(res)
+    else:
+        x, rank, residual = min_norm_kernel(M, r, rtol)
+    fp = np.zeros((a, 3))
+    for t in range(k):
+        i = sel[t]
+        if sliding[i]:
+            fn = x[col[t]]
+            fp[i, 0] = mu[i] * d[i, 0] * fn
+            fp[i, 1] = mu[i] * d[i, 1] * fn
+            fp[i, 2] = fn
+        else:
+            for c in range(3):
+                fp[i, c] = x[col[t] + c]
+    return fp, rank, residual
+
+
+@njit(cache=True, error_model="numpy")
 def penalty_forces(G, b, phi, vc, mu, params):
-    """Eqs. 17–20 of Rengifo et al. over the active points (the module docstring).
+    """Eqs. 17–20 of Rengifo et al. over the active points, with our active sets (the module
+    docstring).
 
     Args:
         G, b: Delassus operator and free acceleration over the active points (3a, 3a), (3a,).
         phi, vc, mu: their gaps, contact velocities (a, 3) and friction coefficients.
-        params: k_p, k_v, ε, δ, rank_rtol, separation_damping, clip, max solves.
+        params: k_p, k_v, ε, δ, rank_rtol, separation_damping, clip, max solves, coupled
+            friction.
 
     Returns:
         f (a, 3) contact-frame forces and the statistics (rank, residual, saturated,
-        active-set solves, dropped points).
+        active-set solves, dropped points, sliding points).
     """
     kp, kv, eps, rtol = params[0], params[1], params[2], params[4]
     separation_damping, clip, max_solves = params[5] != 0.0, params[6] != 0.0, int(params[7])
+    coupled = params[8] != 0.0
     a = phi.shape[0]
     if a == 0:
-        return np.zeros((0, 3)), np.zeros(5)
+        return np.zeros((0, 3)), np.zeros(6)
     rhs = np.empty(3 * a)
     for i in range(a):  # eq. 17 (ε variant): p̈ᵈ − b
         vn = vc[i, 2] if separation_damping else min(0.0, vc[i, 2])
@@ -387,43 +520,41 @@ def penalty_forces(G, b, phi, vc, mu, params):
         rhs[3 * i + 1] = -kv * vc[i, 1] - b[3 * i + 1]
         rhs[3 * i + 2] = -kp * (phi[i] + eps) - kv * vn - b[3 * i + 2]
     keep = np.ones(a, dtype=np.bool_)
-    fp = np.zeros((a, 3))
-    solves, rank, residual = 0, 0, 0.0
+    sliding = np.zeros(a, dtype=np.bool_)
+    d = np.zeros((a, 2))
+    solves = 0
     while True:
-        sel = np.flatnonzero(keep)
-        k = sel.shape[0]
-        if k == a:  # every active point: G itself
-            x, rank, residual = min_norm_kernel(G, rhs, rtol)
-        else:
-            rows = np.empty(3 * k, dtype=np.int64)
-            for t in range(k):
-                for c in range(3):
-                    rows[3 * t + c] = 3 * sel[t] + c
-            Gs = np.empty((3 * k, 3 * k))
-            rs = np.empty(3 * k)
-            for r in range(3 * k):
-                rs[r] = rhs[rows[r]]
-                for c in range(3 * k):
-                    Gs[r, c] = G[rows[r], rows[c]]
-            x, rank, residual = min_norm_kernel(Gs, rs, rtol)
+        fp, rank, residual = _reduced_solve(G, rhs, keep, sliding, d, mu, rtol)
         solves += 1
-        n_pull = 0
-        for t in range(k):
-            if x[3 * t + 2] < 0.0:
-                n_pull += 1
-        if clip or n_pull == 0 or n_pull == k or solves >= max_solves:
+        if solves >= max_solves:
             break
-        for t in range(k):  # eq. 18 again without the points that would pull
-            if x[3 * t + 2] < 0.0:
-                keep[sel[t]] = False
-    for i in range(a):
-        fp[i, 0] = fp[i, 1] = fp[i, 2] = 0.0
-    for t in range(k):
-        for c in range(3):
-            fp[sel[t], c] = x[3 * t + c]
+        if coupled:  # points beyond their cone slide: f_t = μ f_n along f'_t (first)
+            n_new = 0
+            for i in range(a):
+                if keep[i] and not sliding[i]:
+                    ft = np.hypot(fp[i, 0], fp[i, 1])
+                    if ft > 0.0 and ft > mu[i] * max(fp[i, 2], 0.0) * (1.0 + 1e-12):
+                        sliding[i] = True
+                        d[i, 0], d[i, 1] = fp[i, 0] / ft, fp[i, 1] / ft
+                        n_new += 1
+            if n_new:
+                continue
+        n_keep, n_pull = 0, 0
+        for i in range(a):
+            if keep[i]:
+                n_keep += 1
+                if fp[i, 2] < 0.0:
+                    n_pull += 1
+        if not clip and 0 < n_pull < n_keep:  # eq. 18 again without the points that pull
+            for i in range(a):
+                if keep[i] and fp[i, 2] < 0.0:
+                    keep[i] = False
+                    sliding[i] = False
+            continue
+        break
     f = np.zeros((a, 3))
-    saturated = 0
-    for i in range(a):  # eqs. 19–20
+    saturated, n_sliding = 0, 0
+    for i in range(a):  # eqs. 19–20 (what is left to clip after the active sets)
         fn = max(0.0, fp[i, 2])
         theta = np.arctan2(fp[i, 1], fp[i, 0])
         l1 = mu[i] * fn * abs(np.cos(theta))
@@ -431,7 +562,15 @@ def penalty_forces(G, b, phi, vc, mu, params):
         f1 = np.sign(fp[i, 0]) * min(abs(fp[i, 0]), l1)
         f2 = np.sign(fp[i, 1]) * min(abs(fp[i, 1]), l2)
         f[i, 0], f[i, 1], f[i, 2] = f1, f2, fn
-        if fp[i, 2] < 0.0 or abs(f1) < abs(fp[i, 0]) or abs(f2) < abs(fp[i, 1]):
+        if sliding[i] and keep[i]:
+            n_sliding += 1
             saturated += 1
-    stats = np.array([float(rank), residual, float(saturated), float(solves), float(a - k)])
+        elif fp[i, 2] < 0.0 or abs(f1) < abs(fp[i, 0]) or abs(f2) < abs(fp[i, 1]):
+            saturated += 1
+    n_kept = 0
+    for i in range(a):
+        if keep[i]:
+            n_kept += 1
+    stats = np.array([float(rank), residual, float(saturated), float(solves), float(a - n_kept),
+                      float(n_sliding)])
     return f, stats
