@@ -155,12 +155,16 @@ def test_config_errors_exit_2_with_valid_names(tmp_path, capsys, argv, names):
 
 
 def test_divergence_writes_outputs_and_exits_1(tmp_path, capsys):
-    code = cli.main(["run", "stand", "--contact-model", "spring_damper", "--duration", "0.1",
-                     "--set", "contact.stiffness=1e9", "--out", str(tmp_path)])
+    # A 1 MN push from t = 0 (spring_damper's stiffness 1e9 is now refused by its stability
+    # check, so divergence is forced by the load instead).
+    code = cli.main(["run", "push", "--controller", "joint_pd", "--duration", "0.1",
+                     "--set", "push_force=1e6", "--set", "push_time=0.0",
+                     "--out", str(tmp_path)])
     assert code == 1
     assert "diverged" in capsys.readouterr().err
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert "DivergenceError" in summary["error"]
+    assert summary["outcome"] == "diverged" and "max_speed" in summary["diverged"]["cause"]
     assert summary["steps"] < 100
     assert (tmp_path / "trace.mcap").stat().st_size > 0
     assert (tmp_path / "plots" / "energy.png").exists()

@@ -8,7 +8,7 @@ from biped_contact_sim.contact import CONTACT_MODELS, make_contact_model
 from biped_contact_sim.errors import ConfigError, DivergenceError, InputError
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.scenarios import get_scenario
-from biped_contact_sim.sim.simulator import SimSettings, Simulator
+from biped_contact_sim.sim.simulator import ExternalForce, SimSettings, Simulator
 
 
 def test_unknown_names_list_the_valid_ones():
@@ -57,8 +57,9 @@ def test_bad_torque_refused_and_state_kept():
 
 def test_divergence_is_named_and_not_committed():
     robot = RobotModel.load("ball")
-    sim = Simulator(robot, make_contact_model("spring_damper", stiffness=1e12, damping=0.0),
+    sim = Simulator(robot, make_contact_model("spring_damper", stiffness=1e4, damping=10.0),
                     settings=SimSettings(dt=1e-3))
+    sim.add_external_force(ExternalForce("ball", (0.0, 0.0, 1e8)))  # 1 kg: 1e8 m/s²
     sim.reset(robot.configuration([0.0, 0.0, 0.1]), np.array([0.0, 0.0, -1.0]))
     with pytest.raises(DivergenceError, match="diverged"):
         for _ in range(1000):
@@ -68,11 +69,32 @@ def test_divergence_is_named_and_not_committed():
 
 
 def test_runner_reports_divergence_instead_of_raising():
-    result = run("ball", "spring_damper", duration=0.5, dt=1e-3,
-                 sets={"contact.stiffness": 1e12, "contact.damping": 0.0})
+    result = run("push", "penalty_fl", "joint_pd", duration=0.5,
+                 sets={"push_force": 1e6, "push_time": 0.0})
     assert result.error is not None and "DivergenceError" in result.error
+    assert result.outcome == "diverged" and result.diverged["t"] < 0.5
     assert result.summary()["error"] == result.error
     assert result.error in result.summary()["warnings"]
+
+
+def test_unstable_spring_damper_settings_refused_for_the_robot():
+    """spring_damper's forces are in N/m: its explicit stability depends on the robot's lightest
+    contact mode (Delassus eigenvalue λ): dt·λ·c < 2 and dt²·λ·k < 4 − 2 dt·λ·c."""
+    robot = RobotModel.load("biped3d")
+    with pytest.raises(ConfigError, match=r"spring_damper\.stiffness = 1e\+09.*must be < 4"):
+        Simulator(robot, make_contact_model("spring_damper", stiffness=1e9, damping=100.0))
+    with pytest.raises(ConfigError, match=r"spring_damper\.damping = 5000.*must be < 2"):
+        Simulator(robot, make_contact_model("spring_damper", damping=5000.0))
+    with pytest.raises(ConfigError, match="tangential_stiffness"):
+        Simulator(robot, make_contact_model("spring_damper", damping=10.0,
+                                            tangential_stiffness=1e9, tangential_damping=1.0))
+    # The bound is the analytic one: a 1 kg ball (λ = 1/m = 1) at dt = 1 ms, damping-free.
+    ball = RobotModel.load("ball")
+    k_max = 4.0 / (1e-3 ** 2 * 1.0)  # dt²·λ·k < 4
+    Simulator(ball, make_contact_model("spring_damper", stiffness=0.99 * k_max, damping=0.0))
+    with pytest.raises(ConfigError):
+        Simulator(ball, make_contact_model("spring_damper", stiffness=1.01 * k_max,
+                                           damping=0.0))
 
 
 def test_torques_are_clamped_to_effort_limits():

@@ -361,6 +361,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  {key:24s} {_fmt(summary[key])}")
     for key, value in summary["metrics"].items():
         print(f"  {key:24s} {_fmt(value)}")
+    print(f"  {'outcome':24s} {summary['outcome']}")
+    for warning in summary["warnings"]:  # solver events, energy created (runner)
+        if warning != result.error:
+            print(f"warning: {warning}", file=sys.stderr)
     if result.interrupted:
         print(f"interrupted at t = {summary['duration_s']:.4g} s; outputs hold what was "
               "simulated", file=sys.stderr)

@@ -31,7 +31,7 @@ from biped_contact_sim.cli.progress import progress_bar
 from biped_contact_sim.contact import make_contact_model
 from biped_contact_sim.contact.base import Stats, positive
 from biped_contact_sim.control import Controller, Measurement
-from biped_contact_sim.errors import BipedSimError, ConfigError, unknown_name
+from biped_contact_sim.errors import BipedSimError, ConfigError, DivergenceError, unknown_name
 from biped_contact_sim.record.buffer import RunningStat
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.observables import Observation, Observer, foot_wrenches
@@ -150,7 +150,9 @@ class RunResult:
     fell: bool = False
     error: str | None = None
     interrupted: bool = False  # stopped by the user (Ctrl-C) before the end
+    diverged: dict[str, Any] | None = None  # {"t": s, "cause": text} of a numerical divergence
     warnings: list[str] = field(default_factory=list)
+    energy: dict[str, Any] = field(default_factory=dict)  # the energy balance (energy_balance)
     stats: dict[str, RunningStat] = field(default_factory=dict)  # per-step, constant memory
     residuals: dict[str, float] = field(default_factory=dict)  # per-step maxima (fidelity)
     residual_sums: dict[str, float] = field(default_factory=dict)
@@ -183,6 +185,8 @@ class RunResult:
             "max_penetration_m": self.max_penetration,
             "max_cone_violation_N": self.max_cone_violation,
             "min_normal_force_N": self.min_normal_force,
+            "outcome": self.outcome,
+            "diverged": self.diverged,
             "fell": self.fell if self.scenario.biped else None,
             "zmp_in_support_fraction": float(np.mean(in_support))
             if in_support and self.scenario.biped else None,  # a ball has no support polygon
@@ -194,10 +198,19 @@ class RunResult:
             "solver_stats": solver,
             "behavior": getattr(self.behavior, "name", None),
             "metrics": self.metrics,
+            "energy_balance": self.energy,
             "error": self.error,
             "interrupted": self.interrupted,
             "warnings": self.warnings,
         }
+
+    @property
+    def outcome(self) -> str:
+        """``diverged`` (the numerics failed: ``diverged`` says when and why), ``fell`` (a biped
+        whose base dropped below half its initial height), else ``completed``."""
+        if self.diverged is not None:
+            return "diverged"
+        return "fell" if self.fell and self.scenario.biped else "completed"
 
 
 def split_sets(sets: dict[str, Any] | None) -> tuple[dict, dict, dict, dict]:
@@ -350,9 +363,13 @@ class Run:
         self.mu = sim.terrain.mu
         self.acc = np.zeros(11)  # accumulate_step's slots
         self.stat_names = tuple(getattr(sim.contact, "stat_names", ()))
-        # Count, sum, min, max of the statistics a model reports as arrays (Stats).
-        self.stat_acc = np.zeros((4, len(self.stat_names)))
+        # Count, sum, min, max, count > 0 of the statistics a model reports as arrays (Stats).
+        self.stat_acc = np.zeros((5, len(self.stat_names)))
         self.stat_acc[2], self.stat_acc[3] = np.inf, -np.inf
+        self.positive: dict[str, int] = {}  # steps with a statistic > 0 (solver_warnings)
+        self.v_idx = robot.v_idx.astype(np.int64)
+        self.energy = np.zeros(E_SLOTS)  # energy_step's slots
+        self.energy[E_FIRST] = np.nan
 
     def advance(self, n: int) -> bool:
         """Take up to n steps; False once the run has ended (its duration, or a divergence)."""
@@ -370,9 +387,14 @@ class Run:
                 tau = control(sim.t, q_prev, v_prev) if control else self.zero_tau
                 t1 = clock()
                 step = sim.step(tau)
+            except DivergenceError as exc:
+                result.error = f"{type(exc).__name__}: {exc}"
+                result.diverged = {"t": getattr(exc, "t", sim.t + sim.dt),
+                                   "cause": getattr(exc, "cause", str(exc))}
+                self.done = True
+                break
             except BipedSimError as exc:
                 result.error = f"{type(exc).__name__}: {exc}"
-                result.fell = result.fell or scenario.biped
                 self.done = True
                 break
             result.step_time_s += clock() - t1
@@ -383,12 +405,19 @@ class Run:
                 closed_loop.observe(q_prev, step)
             accumulate_step(self.acc, step.phi, step.f_contact, step.vc_next, step.active,
                             self.mu)
+            energy_step(self.energy, step.energy_prev, step.tau, v_prev, step.v, self.v_idx,
+                        sim.dt, k * sim.dt)
+            if step.tau_external is not None:  # Σ J_linᵀ F over the step, mid-step velocity
+                self.energy[E_WORK_EXT] += 0.5 * sim.dt * float(step.tau_external
+                                                                 @ (v_prev + step.v))
             stats = step.stats
             if type(stats) is Stats and stats.names == self.stat_names:
                 accumulate_stats(self.stat_acc, stats.values)
             else:
                 for key, value in stats.items():
                     result.stats.setdefault(key, RunningStat()).append(float(value))
+                    if value > 0:
+                        self.positive[key] = self.positive.get(key, 0) + 1
             if scenario.biped and (step.q[1] if planar else step.q[2]) \
                     < FALL_HEIGHT_RATIO * self.base_z0:
                 result.fell = True
@@ -417,13 +446,23 @@ class Run:
                                             float(acc[ACC_RES_MAX + j]))
                 result.residual_sums[key] = (result.residual_sums.get(key, 0.0)
                                              + float(acc[ACC_RES_SUM + j]))
-        count, total, low, high = self.stat_acc
+        count, total, low, high, positive = self.stat_acc
         for j, name in enumerate(self.stat_names):
             if count[j] and name not in result.stats:
                 stat = RunningStat()
                 stat.count, stat.sum, stat.min, stat.max = int(count[j]), float(total[j]), \
                     float(low[j]), float(high[j])
                 result.stats[name] = stat
+                self.positive[name] = self.positive.get(name, 0) + int(positive[j])
+        if result.steps:
+            result.energy = energy_balance(self.energy, self.robot, self.sim)
+            if result.energy["created_J"] > result.energy["tolerance_J"]:
+                result.warnings.append(
+                    f"energy created: {result.energy['created_J']:.4g} J more than the work "
+                    f"done at t = {result.energy['created_t']:.4g} s (tolerance "
+                    f"{result.energy['tolerance_J']:.3g} J)")
+        result.warnings += solver_warnings(self.positive, result.steps,
+                                           getattr(self.sim.contact, "warning_stats", None))
         if result.error and result.error not in result.warnings:
             result.warnings.append(result.error)
         if result.scenario.biped and not result.metrics:
@@ -483,13 +522,96 @@ def _accumulate(result: RunResult, step: StepResult, mu: float) -> None:
 
 @njit(cache=True, error_model="numpy")
 def accumulate_stats(acc, values):
-    """Count, sum, minimum and maximum (rows of ``acc``) of one step's statistics."""
+    """Count, sum, minimum, maximum and the count of positive values (rows of ``acc``) of one
+    step's statistics."""
     for j in range(values.shape[0]):
         x = values[j]
         acc[0, j] += 1.0
         acc[1, j] += x
         acc[2, j] = min(acc[2, j], x)
         acc[3, j] = max(acc[3, j], x)
+        if x > 0.0:
+            acc[4, j] += 1.0
+
+
+#: slots of ``energy_step``: first energy, last energy seen, work of τ, work of external forces,
+#: smallest dissipation so far (W − ΔE) and its time, Σ |τ·v| dt (the scale of the work)
+E_FIRST, E_LAST, E_WORK_TAU, E_WORK_EXT, E_MIN_DISS, E_MIN_T, E_ABS_WORK = range(7)
+E_SLOTS = 7
+#: energy created above ENERGY_ATOL + ENERGY_RTOL · (|E₀| + Σ|τ·v| dt) is a warning (see
+#: energy_balance)
+ENERGY_ATOL = 0.01
+ENERGY_RTOL = 2e-3
+#: what the per-step statistics that count a failure or an event worth a warning mean (the
+#: statistics warned about are each model's ``warning_stats``; these without one)
+WARNING_STATS = {
+    "fallbacks": "a solver fallback",
+    "lemke_fallbacks": "a Lemke fallback",
+    "solver_failures": "a solve that did not converge",
+    "impact_failures": "an impact LCP that failed (plastic fallback)",
+    "ray_terminations": "a Lemke ray termination",
+    "inaccurate": "an inaccurate LCP answer",
+    "painleve_events": "a Painlevé event (no LCP solution, impulsive resolution)",
+    "zeno_events": "a Zeno event (forced plastic impact)",
+    "pivot_caps": "a Lemke solve stopped by its pivot cap",
+}
+
+
+@njit(cache=True, error_model="numpy")
+def energy_step(e, energy_prev, tau, v_prev, v, v_idx, dt, t):
+    """The energy balance of one step into ``e`` (slots above). The work of the torques over
+    the step is ``dt τᵀ (v_a + v_a⁺)/2`` (exact for the kinetic energy of semi-implicit Euler
+    under a constant force); the dissipation up to the start of the step is
+    ``W − (E − E₀)``, whose minimum over the run is the energy created (if negative)."""
+    if np.isnan(e[E_FIRST]):
+        e[E_FIRST] = energy_prev
+        e[E_MIN_DISS] = 0.0
+    else:
+        diss = e[E_WORK_TAU] + e[E_WORK_EXT] - (energy_prev - e[E_FIRST])
+        if diss < e[E_MIN_DISS]:
+            e[E_MIN_DISS] = diss
+            e[E_MIN_T] = t
+    e[E_LAST] = energy_prev
+    w = 0.0
+    for j in range(v_idx.shape[0]):
+        p = 0.5 * tau[j] * (v_prev[v_idx[j]] + v[v_idx[j]])
+        w += p
+        e[E_ABS_WORK] += dt * abs(p)
+    e[E_WORK_TAU] += dt * w
+
+
+def energy_balance(e: np.ndarray, robot: RobotModel, sim: Simulator) -> dict[str, Any]:
+    """``summary.json``'s ``energy_balance``: work of the torques W_τ and of the external forces
+    W_ext, the change of kinetic + potential energy ΔE, the dissipated energy
+    ``W_τ + W_ext − ΔE`` (the contacts' and the discretisation's), and the largest energy
+    created at any time (``max_t (ΔE(t) − W(t))`` ≥ 0) with its time and the tolerance above
+    which it is a warning (``ENERGY_ATOL + ENERGY_RTOL (|E₀| + Σ|τ·v| dt)``: semi-implicit
+    Euler's own energy error is of that order, not a physical source)."""
+    data = robot.create_data()
+    final = float(pin.computeKineticEnergy(robot.model, data, sim.q, sim.v)
+                  + pin.computePotentialEnergy(robot.model, data, sim.q))
+    w_tau, w_ext, e0 = float(e[E_WORK_TAU]), float(e[E_WORK_EXT]), float(e[E_FIRST])
+    diss_end = w_tau + w_ext - (final - e0)
+    created = max(0.0, -float(e[E_MIN_DISS]), -diss_end)
+    created_t = float(sim.t) if -diss_end >= -float(e[E_MIN_DISS]) else float(e[E_MIN_T])
+    return {"initial_J": e0, "final_J": final, "work_torques_J": w_tau,
+            "work_external_J": w_ext, "delta_energy_J": final - e0, "dissipated_J": diss_end,
+            "created_J": created, "created_t": created_t if created > 0 else None,
+            "tolerance_J": ENERGY_ATOL + ENERGY_RTOL * (abs(e0) + float(e[E_ABS_WORK]))}
+
+
+def solver_warnings(positive: dict[str, int], steps: int,
+                    keys: tuple[str, ...] | None = None) -> list[str]:
+    """One warning per failure statistic (``keys``: the contact model's ``warning_stats``; by
+    default every ``WARNING_STATS`` key) that counted something (``positive``: steps with the
+    statistic > 0): how many steps."""
+    out = []
+    for key in WARNING_STATS if keys is None else keys:
+        n = positive.get(key, 0)
+        if n:
+            what = WARNING_STATS.get(key, f"a {key.replace('_', ' ')} event")
+            out.append(f"{n} of {steps} steps with {what} (solver_stats.{key})")
+    return out
 
 
 #: accumulator slots of ``accumulate_step``
