@@ -17,13 +17,14 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 URDF_DIR = ROOT / "urdf"
 CONFIG_DIR = ROOT / "config"
-ROBOTS = ["biped3d", "humanoid", "planar_biped", "ball", "brick"]
+ROBOTS = ["biped3d", "humanoid", "planar_biped", "ball", "brick", "box"]
 BASES = {
     "biped3d": "free_flyer",
     "humanoid": "free_flyer",
     "planar_biped": "planar_xz",
     "ball": "translation",
     "brick": "translation",
+    "box": "free_flyer",
 }
 
 
