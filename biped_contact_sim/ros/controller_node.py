@@ -2,14 +2,18 @@
 
 Reads only ``joint_states``, ``odom`` and ``contact_wrench/<foot>`` (so a hardware driver can
 replace the simulator) and publishes ``joint_torque_cmd`` plus its diagnostics. Wiring only:
-:class:`biped_contact_sim.ros.node_core.MeasurementAssembler` turns the messages into
-pinocchio ``q``, ``v`` and sole wrenches, :class:`~biped_contact_sim.ros.node_core.
-ControllerSession` runs the controller and builds the message fields.
+:class:`~biped_contact_sim.ros.controller_session.MeasurementAssembler` turns the messages into
+pinocchio ``q``, ``v`` and sole wrenches, :class:`~biped_contact_sim.ros.controller_session.
+ControllerSession` runs the controller; the command is written in place
+(:class:`~biped_contact_sim.ros.writers.CommandWriter`). The node spins with
+:class:`~biped_contact_sim.ros.node_common.NodeLoop`: with ``sync`` exact it computes as soon as
+a measurement is complete, with ``sync`` latest every ``control_period`` of wall time.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped, WrenchStamped
@@ -19,18 +23,20 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from biped_contact_sim.record.messages import fill_message
-from biped_contact_sim.ros import node_core as core
-from biped_contact_sim.ros.sim_node import (
+from biped_contact_sim.ros import controller_session, params, robot_source, topics
+from biped_contact_sim.ros.node_common import (
+    NodeLoop,
     declare,
     declare_robot_parameters,
+    log_events,
     plain,
-    spin_node,
+    run_node,
 )
+from biped_contact_sim.ros.writers import CommandWriter
 
 NODE_NAME = "controller"
 FACTORIES = {"status": DiagnosticStatus, "values": KeyValue, "dim": MultiArrayDimension}
 REJECT_LOG_PERIOD = 1.0  # [s] throttle of the log lines about rejected input messages
-WAITING_PERIOD = 1.0  # [s] period of the "waiting for ..." diagnostics before the first cycle
 QOS_DEPTH = 10
 
 
@@ -40,50 +46,53 @@ class ControllerNode(Node):
     def __init__(self):
         super().__init__(NODE_NAME)
         robot_values = declare_robot_parameters(self)
-        values = {s.name: plain(declare(self, s)) for s in core.controller_parameter_specs()
+        values = {s.name: plain(declare(self, s)) for s in params.controller_parameter_specs()
                   if s.name not in robot_values}
         values.update({k: v for k, v in robot_values.items() if k != "robot_overrides"})
-        self.config = core.controller_config(values)  # ConfigError: every bad value, named
+        self.config = params.controller_config(values)  # ConfigError: every bad value, named
         cfg = self.config
-        self.robot = core.load_robot(cfg.robot_config, cfg.urdf_path, cfg.robot_description,
-                                     robot_values["robot_overrides"])
-        core.check_controller(self.robot, cfg)
-        self.assembler = core.MeasurementAssembler(self.robot, cfg.sync, cfg.max_measurement_age)
-        self.session = core.ControllerSession(self.robot, cfg)
+        self.robot = robot_source.load_robot(cfg.robot_config, cfg.urdf_path,
+                                             cfg.robot_description,
+                                             robot_values["robot_overrides"])
+        controller_session.check_controller(self.robot, cfg)
+        self.assembler = controller_session.MeasurementAssembler(self.robot, cfg.sync,
+                                                                 cfg.max_measurement_age)
+        self.session = controller_session.ControllerSession(self.robot, cfg)
 
         self.msg_types = {
-            core.JOINT_TORQUE_CMD: JointState,
-            core.COM: PointStamped,
-            core.COM_REF: PointStamped,
-            core.INTERNAL_FORCES: Float64MultiArray,
-            core.INTERNAL_FORCES_REF: Float64MultiArray,
-            core.DIAGNOSTICS: DiagnosticArray,
+            topics.JOINT_TORQUE_CMD: JointState,
+            topics.COM: PointStamped,
+            topics.COM_REF: PointStamped,
+            topics.INTERNAL_FORCES: Float64MultiArray,
+            topics.INTERNAL_FORCES_REF: Float64MultiArray,
+            topics.DIAGNOSTICS: DiagnosticArray,
         }
         self.pubs = {topic: self.create_publisher(msg_type, topic, QOS_DEPTH)
                      for topic, msg_type in self.msg_types.items()}
-        self.create_subscription(JointState, core.JOINT_STATES, self.on_joint_states, QOS_DEPTH)
-        self.create_subscription(Odometry, core.ODOM, self.on_odom, QOS_DEPTH)
+        self.command_pub = self.pubs[topics.JOINT_TORQUE_CMD]
+        self.command = CommandWriter(JointState(), self.robot.actuated_joint_names)
+        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_states, QOS_DEPTH)
+        self.create_subscription(Odometry, topics.ODOM, self.on_odom, QOS_DEPTH)
         for body in self.robot.contact_bodies:
             self.create_subscription(
-                WrenchStamped, core.CONTACT_WRENCH.format(foot=body.name),
+                WrenchStamped, topics.CONTACT_WRENCH.format(foot=body.name),
                 lambda msg, foot=body.name: self.on_wrench(foot, msg), QOS_DEPTH)
-        if cfg.sync == "latest":
-            self.create_timer(cfg.control_period, self.run_cycle)
-        self.create_timer(WAITING_PERIOD, self.on_waiting_timer)
+        now = time.perf_counter()
+        self.next_cycle = now
+        self.next_diagnostics = now
+        self.loop = NodeLoop(self, self.on_wake)
         self.get_logger().info(
             f"Controller {cfg.controller!r}, behaviour {cfg.behavior!r} on {self.robot.name}, "
             f"control period {cfg.control_period:g} s, sync {cfg.sync!r}")
 
     @staticmethod
     def stamp(msg) -> int:
-        return core.ns_from_stamp(msg.header.stamp.sec, msg.header.stamp.nanosec)
+        return topics.ns_from_stamp(msg.header.stamp.sec, msg.header.stamp.nanosec)
 
     def rejected(self, reason: str | None) -> None:
         if reason is not None:
             self.get_logger().error(f"Ignored input: {reason}",
                                     throttle_duration_sec=REJECT_LOG_PERIOD)
-        elif self.config.sync == "exact":
-            self.run_cycle()
 
     # ------------------------------------------------------------------ inputs
     def on_joint_states(self, msg: JointState) -> None:
@@ -111,36 +120,43 @@ class ControllerNode(Node):
         """Compute and publish for every complete measurement not handled yet."""
         while (meas := self.assembler.pop()) is not None:
             cycle = self.session.step(meas)
-            self.log_events()
+            if self.session.events:
+                log_events(self, self.session.events, REJECT_LOG_PERIOD)
             if cycle is None:
                 continue
-            self.publish(core.JOINT_TORQUE_CMD, cycle.command)
+            self.command_pub.publish(self.command.write(cycle.stamp, cycle.tau))
             for topic, fields in cycle.diagnostics:
                 self.publish(topic, fields)
 
-    def on_waiting_timer(self) -> None:
-        if self.session.cycles == 0:
-            missing = self.assembler.missing()
-            self.publish(core.DIAGNOSTICS, self.session.waiting_status(
-                self.get_clock().now().nanoseconds / 1e9, missing))
-            self.get_logger().info("Waiting for " + ", ".join(missing),
-                                   throttle_duration_sec=10.0)
-
-    def log_events(self) -> None:
-        """Log the session's events (one call site per severity, as rclpy needs)."""
-        events, self.session.events = self.session.events, []
-        for event in events:
-            if event.severity == "error":
-                self.get_logger().error(event.text, throttle_duration_sec=REJECT_LOG_PERIOD)
-            elif event.severity == "warning":
-                self.get_logger().warning(event.text)
-            else:
-                self.get_logger().info(event.text)
+    def on_wake(self) -> float | None:
+        """Control cycles (on complete measurements, or on the timer with sync latest) and the
+        /diagnostics status at its rate; returns when to run again."""
+        cfg = self.config
+        now = time.perf_counter()
+        if cfg.sync == "exact":
+            self.run_cycle()
+        elif now >= self.next_cycle:
+            self.run_cycle()
+            self.next_cycle = max(self.next_cycle + cfg.control_period, now)
+        if now >= self.next_diagnostics:
+            fields = self.session.status(self.assembler.missing())
+            if self.session.last_measurement is None:
+                fields["header"]["stamp"] = topics.stamp_fields(
+                    self.get_clock().now().nanoseconds)
+            self.publish(topics.DIAGNOSTICS, fields)
+            self.next_diagnostics = max(self.next_diagnostics + 1.0 / cfg.diagnostics_rate, now)
+            if self.session.cycles == 0:
+                self.get_logger().info("Waiting for " + ", ".join(self.assembler.missing()),
+                                       throttle_duration_sec=10.0)
+        wake = [self.next_diagnostics]
+        if cfg.sync == "latest":
+            wake.append(self.next_cycle)
+        return min(wake)
 
 
 def main(args=None) -> int:
     """Entry point of ``ros2 run biped_contact_sim controller_node``."""
-    return spin_node(ControllerNode, NODE_NAME, args)
+    return run_node(ControllerNode, NODE_NAME, args)
 
 
 if __name__ == "__main__":

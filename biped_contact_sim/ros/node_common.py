@@ -1,0 +1,230 @@
+"""What both nodes share in rclpy: parameter declaration, the spin loop, optional TF, main().
+
+**The spin loop** (:class:`NodeLoop`). rclpy's executors rebuild their wait set from every
+entity of the node on each wait (parameter services, type-description service, timers, the
+subscriptions): in Python that costs several times a 1 kHz period, so a closed loop of two
+nodes spent most of its time there. :class:`NodeLoop` waits on one rcl wait set holding the
+node's subscriptions, services, timers and clients; it takes the messages of ready
+subscriptions itself (``take_message``, what the executor does) and calls their callbacks, and
+hands everything else (services such as ``set_parameters`` and ``~/reset``, timers, QoS event
+waitables) to a ``SingleThreadedExecutor`` only when one of them is ready (waitables also once
+a second). Between waits the node's ``on_wake`` runs its periodic work and says when it next
+needs to run. rclpy's own ``wait_for_message`` uses the same wait-set API.
+
+**Shutdown** (:func:`run_node`). rclpy's default signal handler shuts the context down from a
+signal thread, so a publish in progress raised ``RCLError: publisher's context is invalid``,
+and a second Ctrl-C during ``destroy_node`` a ``KeyboardInterrupt`` traceback. The nodes
+initialise rclpy without its signal handlers and install their own for SIGINT and SIGTERM: a
+signal only asks the loop to stop (waits last at most :data:`MAX_WAIT`); then the node is
+destroyed and rclpy shut down, and further signals are ignored. Exit code 0, no traceback.
+
+**TF** (:func:`optional_tf_broadcaster`): ``tf2_ros`` is not among the ROS 2 wheels on PyPI;
+TF is only for visualisation, so without it the simulator warns once and skips it.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import rclpy
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor, TimeoutException
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.logging import get_logger
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.record.messages import fill_message
+from biped_contact_sim.robot.config import load_robot_config
+from biped_contact_sim.ros.params import ParamSpec, common_robot_specs
+from biped_contact_sim.ros.robot_source import robot_parameters
+
+DESCRIPTOR_FACTORIES = {"floating_point_range": FloatingPointRange,
+                        "integer_range": IntegerRange}
+MAX_WAIT = 0.05  # [s] longest single wait: a stop request is seen within this
+EXECUTOR_PERIOD = 1.0  # [s] the executor also runs this often (QoS event waitables)
+
+
+def declare(node: Node, spec: ParamSpec):
+    """Declare a parameter with its descriptor (description, units, range, read-only)."""
+    descriptor = fill_message(ParameterDescriptor(), spec.descriptor_fields(),
+                              DESCRIPTOR_FACTORIES)
+    return node.declare_parameter(spec.name, spec.default, descriptor).value
+
+
+def plain(value):
+    """A parameter value as Python data (rclpy may return arrays as ``array.array``)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return value
+    return list(value)
+
+
+def declare_robot_parameters(node: Node) -> dict:
+    """Declare the common robot parameters and the read-only ``robot.*`` of the robot config.
+
+    The ``robot.*`` defaults are the values of ``config/<robot>.yaml``; a params file passed by
+    the launch (the same YAML file) may override them.
+    """
+    values = {s.name: declare(node, s) for s in common_robot_specs()}
+    config = load_robot_config(values["robot_config"])
+    overrides = {}
+    for name, default in robot_parameters(config).items():
+        spec = ParamSpec(name, default, "Robot config entry (from the robot YAML file)")
+        overrides[name] = plain(declare(node, spec))
+    values["robot_overrides"] = overrides
+    return values
+
+
+def optional_tf_broadcaster(node: Node):
+    """A ``tf2_ros.TransformBroadcaster``, or None (one warning) when tf2_ros is missing."""
+    try:
+        from tf2_ros import TransformBroadcaster
+    except ImportError:
+        node.get_logger().warning("tf2_ros is not installed (it is not among the ROS 2 wheels "
+                                  "on PyPI): no TF broadcast of the base pose; everything else "
+                                  "works (odom carries the same pose)")
+        return None
+    return TransformBroadcaster(node)
+
+
+def log_events(node: Node, events: list, error_throttle: float | None = None) -> None:
+    """Log session events once each (one call site per severity, as rclpy's throttling
+    needs)."""
+    for event in events:
+        if event.severity == "error":
+            if error_throttle:
+                node.get_logger().error(event.text, throttle_duration_sec=error_throttle)
+            else:
+                node.get_logger().error(event.text)
+        elif event.severity == "warning":
+            node.get_logger().warning(event.text)
+        else:
+            node.get_logger().info(event.text)
+    events.clear()
+
+
+class NodeLoop:
+    """Spins one node with one wait set (module docstring).
+
+    Args:
+        node: the node; its subscriptions, services, timers and clients are waited on.
+        on_wake: called after every wait (message or timeout); returns the
+            ``time.perf_counter()`` time at which it must run again, or None (only a message
+            or a service call needs it).
+    """
+
+    def __init__(self, node: Node, on_wake: Callable[[], float | None]):
+        self.node, self.on_wake = node, on_wake
+        self.executor = SingleThreadedExecutor(context=node.context)
+        self.executor.add_node(node)
+        self.stop_requested = False
+        self._wait_set = None
+        self._counts: tuple[int, ...] = ()
+        self._next_executor = time.perf_counter() + EXECUTOR_PERIOD
+
+    def _entities(self) -> tuple[list, list, list, list]:
+        node = self.node
+        return list(node.subscriptions), list(node.services), list(node.timers), \
+            list(node.clients)
+
+    def _run_executor(self) -> None:
+        """Execute every callback the executor finds ready now (services, timers, waitables)."""
+        for _ in range(100):
+            try:
+                handler, _entity, _node = self.executor.wait_for_ready_callbacks(timeout_sec=0)
+            except TimeoutException:
+                return
+            handler()
+            exception = handler.exception()
+            if exception is not None:
+                raise exception
+
+    def spin_once(self, timeout: float) -> None:
+        """Wait at most ``timeout`` seconds, take ready messages, run ready services."""
+        subs, services, timers, clients = self._entities()
+        counts = (len(subs), len(services), len(timers), len(clients))
+        if counts != self._counts:
+            self._wait_set = _rclpy.WaitSet(counts[0], 0, counts[2], counts[3], counts[1], 0,
+                                            self.node.context.handle)
+            self._counts = counts
+        ws = self._wait_set
+        ws.clear_entities()
+        for sub in subs:
+            ws.add_subscription(sub.handle)
+        for srv in services:
+            ws.add_service(srv.handle)
+        for tmr in timers:
+            ws.add_timer(tmr.handle)
+        for cli in clients:
+            ws.add_client(cli.handle)
+        ws.wait(max(0, int(timeout * 1e9)))
+        if not self.node.context.ok():
+            raise ExternalShutdownException()
+        ready = ws.get_ready_entities("subscription")
+        if ready:
+            for sub in subs:
+                if sub.handle.pointer in ready:
+                    while (taken := sub.handle.take_message(sub.msg_type, sub.raw)) is not None:
+                        if sub._callback_type is sub.CallbackType.MessageOnly:
+                            sub.callback(taken[0])
+                        else:
+                            sub.callback(*taken)
+        now = time.perf_counter()
+        if (ws.get_ready_entities("service") or ws.get_ready_entities("timer")
+                or ws.get_ready_entities("client") or now >= self._next_executor):
+            self._next_executor = now + EXECUTOR_PERIOD
+            self._run_executor()
+
+    def spin(self) -> None:
+        """Run until :meth:`request_stop` (a signal) or the context shuts down."""
+        deadline = self.on_wake()
+        while not self.stop_requested:
+            timeout = MAX_WAIT if deadline is None else min(
+                MAX_WAIT, max(0.0, deadline - time.perf_counter()))
+            self.spin_once(timeout)
+            if self.stop_requested:
+                break
+            deadline = self.on_wake()
+
+    def request_stop(self, *_args: Any) -> None:
+        self.stop_requested = True
+
+
+def run_node(make_node: Callable[[], Node], node_name: str, args=None) -> int:
+    """init (without rclpy's signal handlers) → node → :class:`NodeLoop` until SIGINT/SIGTERM
+    → destroy → shutdown (module docstring). A ConfigError at start-up is logged as fatal and
+    gives exit code 1, without a traceback."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = {"requested": False, "loop": None}
+
+    def on_signal(signum, _frame):
+        stop["requested"] = True
+        if stop["loop"] is not None:
+            stop["loop"].request_stop()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    node = None
+    code = 0
+    try:
+        node = make_node()
+        loop = node.loop
+        stop["loop"] = loop
+        if stop["requested"]:
+            loop.request_stop()
+        loop.spin()
+    except ExternalShutdownException:
+        pass
+    except ConfigError as exc:
+        get_logger(node_name).fatal(f"Invalid configuration:\n{exc}")
+        code = 1
+    finally:
+        for s in previous:  # from here on a signal changes nothing: cleanup runs to its end
+            signal.signal(s, signal.SIG_IGN)
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code

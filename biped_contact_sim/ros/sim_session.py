@@ -1,0 +1,490 @@
+"""The simulator node's session, without ROS: world, stepping, commands, state messages.
+
+:class:`SimSession` is the simulator node's state machine (reset, pause, divergence, run-time
+contact-model switch keeping the state, lockstep and real-time scheduling from
+:mod:`.scheduling`) and builds the fields of the messages it publishes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from biped_contact_sim.errors import DivergenceError
+from biped_contact_sim.record import messages
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.robot.config import load_robot_config
+from biped_contact_sim.ros.params import SimNodeConfig, contact_model, parse_key_values, substeps
+from biped_contact_sim.ros.robot_source import load_robot, robot_parameters
+from biped_contact_sim.ros.scheduling import (
+    CommandTracker,
+    CommandValidator,
+    LockstepGate,
+    Pacer,
+    RealTimeMeter,
+    fallback_torque,
+)
+from biped_contact_sim.ros.topics import (
+    CLOCK,
+    CONTACT_MARKERS,
+    CONTACT_WRENCH,
+    COP,
+    DIAG_ERROR,
+    DIAG_OK,
+    DIAG_WARN,
+    JOINT_STATES,
+    ODOM,
+    SIM_STATUS_NAME,
+    WEIGHT_ARROW_LENGTH,
+    ZMP,
+    base_pose_twist,
+    diagnostic_status,
+    stamp_fields,
+    stamp_ns,
+)
+from biped_contact_sim.sim.observables import Observer, foot_wrenches
+from biped_contact_sim.sim.scenarios import get_scenario
+from biped_contact_sim.sim.simulator import SimSettings, Simulator, StepResult
+
+
+@dataclass
+class World:
+    """What the simulator node simulates (built like ``runner.build``)."""
+
+    robot: RobotModel
+    sim: Simulator
+    q0: np.ndarray
+    v0: np.ndarray
+    scenario: str
+    params: dict[str, Any]
+
+
+def build_world(config: SimNodeConfig, robot_overrides: Mapping[str, Any] | None = None
+                ) -> World:
+    """Robot, terrain, contact model, simulator and initial state for the simulator node.
+
+    The same steps as ``runner.build`` (scenario parameters, robot, terrain, scheduled external
+    forces, initial state, contact model with the scenario's defaults). The robot is the
+    scenario's own (``scenario.make_robot``, as ``biped-sim``) when ``robot_config`` names it
+    and nothing overrides it; otherwise it is loaded from the node's parameters (config name or
+    path, ``urdf_path``, ``robot_description``, ``robot.*`` overrides from a params file).
+
+    Args:
+        config: the node's validated config.
+        robot_overrides: ``robot.*`` parameter values (a params file may change them).
+
+    Raises:
+        ConfigError: bad robot, scenario settings or contact model.
+    """
+    scenario = get_scenario(config.scenario)
+    params = scenario.resolve(parse_key_values(config.scenario_sets, "scenario_sets"))
+    file_values = robot_parameters(load_robot_config(config.robot_config))
+    changed = {k: v for k, v in (robot_overrides or {}).items() if file_values.get(k) != v}
+    if (config.robot_config == scenario.robot and not changed and not config.urdf_path
+            and not config.robot_description.strip()):
+        robot = scenario.make_robot(params)
+    else:
+        robot = load_robot(config.robot_config, config.urdf_path, config.robot_description,
+                           changed)
+    model = contact_model(config.contact_model, config.contact.get(config.contact_model, {}),
+                          config.dt, config.integrator)
+    sim = Simulator(robot, model, scenario.terrain(params),
+                    SimSettings(dt=config.dt, integrator=config.integrator,
+                                max_speed=config.max_speed))
+    for external in scenario.external_forces(params):
+        sim.add_external_force(external)
+    q0, v0 = scenario.initial_state(robot, params)
+    sim.reset(q0, v0)
+    return World(robot, sim, np.asarray(q0, float), np.asarray(v0, float), scenario.name, params)
+
+
+@dataclass
+class Event:
+    """Something the node should log: severity (``info``/``warning``/``error``) and text."""
+
+    severity: str
+    text: str
+
+
+@dataclass
+class StateSample:
+    """The measurement the simulator publishes every control period (one source for the
+    ``joint_states``, ``odom``, ``contact_wrench/<foot>`` and ``/clock`` messages).
+
+    Attributes:
+        stamp: simulated time [ns] (exact; ``stamp_ns(t)``).
+        t: simulated time [s].
+        q_joints, v_joints: actuated joint positions [rad] and velocities [rad/s], robot order.
+        tau: torques applied over the last period [N m] (zeros before the first).
+        position, quat_xyzw: world pose of the root link (quaternion x, y, z, w).
+        linear, angular: root-link twist in its own frame [m/s, rad/s] (odometry convention).
+        wrenches: per contact body, (force [N], torque [N m]) in its sole frame about the sole
+            origin, from the last step's forces at the configuration they acted on.
+    """
+
+    stamp: int
+    t: float
+    q_joints: np.ndarray
+    v_joints: np.ndarray
+    tau: np.ndarray
+    position: np.ndarray
+    quat_xyzw: np.ndarray
+    linear: np.ndarray
+    angular: np.ndarray
+    wrenches: list[tuple[np.ndarray, np.ndarray]]
+
+
+class SimSession:
+    """The simulator node's state machine, without ROS.
+
+    Per control period (``config.substeps`` physics steps of a zero-order-hold torque) the
+    torque is, in lockstep, that of the command answering the last published state (the
+    gate: the period runs when that command is here and, with a real-time factor, when the
+    period is due); free running, that of the newest command while it is fresh
+    (:class:`~.scheduling.CommandTracker`): a late command makes the simulator wait (its clock
+    slows, the achieved real-time factor is reported) and a controller that stopped answering
+    gets the stale action after ``command_timeout``. Late commands, the time waited and the
+    overruns of the simulator's own computation are counted. After a period the measurement
+    topics are due (:meth:`sample`). Divergence stops the stepping (``error`` holds the
+    message) until :meth:`reset`.
+
+    Args:
+        world: from :func:`build_world`.
+        config: the node's config.
+        clock: wall clock in seconds (tests pass a fake one).
+    """
+
+    def __init__(self, world: World, config: SimNodeConfig,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.world, self.config, self.clock = world, config, clock
+        self.robot, self.sim = world.robot, world.sim
+        self.n_sub = substeps(config.control_period, config.dt)
+        self.validator = CommandValidator(self.robot.actuated_joint_names)
+        self.tracker = CommandTracker(config.max_command_delay, config.command_timeout)
+        self.gate = LockstepGate()
+        self.pacer = Pacer(config.control_period, config.real_time_factor)
+        self.meter = RealTimeMeter()
+        self.observer = Observer(self.robot, self.sim.terrain)
+        self._data = self.robot.create_data()
+        gravity = float(np.linalg.norm(self.robot.model.gravity.linear))
+        self.force_scale = WEIGHT_ARROW_LENGTH / (self.robot.mass * gravity)
+        self.events: list[Event] = []
+        self.paused = bool(config.start_paused)
+        self.accepted = 0
+        self.rejected = 0
+        self.last_rejection = ""
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        """Back to the initial state at t = 0; clears divergence, commands and counters."""
+        self.sim.reset(self.world.q0, self.world.v0)
+        self.error: str | None = None
+        self.tau_applied = np.zeros(self.robot.n_joints)
+        self.last_step: StepResult | None = None
+        self.q_prev, self.v_prev = self.sim.q.copy(), self.sim.v.copy()
+        self.steps = 0
+        self.periods = 0
+        self.step_time = 0.0
+        self.late_commands = 0
+        self.wait_time = 0.0
+        self.waiting = False
+        self.tracker.reset()
+        self.gate.reset()
+        self.meter.reset()
+        wall = self.clock()
+        self.pacer.hold(wall, self.sim.t)
+        self.meter.add(wall, self.sim.t)
+        self.state_due = True  # the initial state is published (and awaited in lockstep)
+        self.stamp = stamp_ns(self.sim.t)
+        if self.config.lockstep:
+            self.gate.expect(self.stamp)
+
+    def set_paused(self, paused: bool) -> None:
+        self.paused = bool(paused)
+        wall = self.clock()
+        self.pacer.hold(wall, self.sim.t)
+        self.meter.reset()
+        self.meter.add(wall, self.sim.t)
+
+    def switch_contact_model(self, name: str, settings: Mapping[str, Any]) -> None:
+        """Replace the contact model, keeping q, v and t (its internal state starts afresh).
+
+        Raises:
+            ConfigError: the model does not build or refuses dt/integrator (nothing changes).
+        """
+        model = contact_model(name, settings, self.sim.dt, self.sim.settings.integrator)
+        model.reset(self.robot.n_points)
+        self.sim.contact = model
+
+    def update_config(self, config: SimNodeConfig) -> None:
+        """Apply run-time changes (real-time factor, command timing, stale action, contact
+        model)."""
+        old, self.config = self.config, config
+        if config.real_time_factor != old.real_time_factor:
+            wall = self.clock()
+            self.pacer.set_factor(config.real_time_factor, wall, self.sim.t)
+            self.meter.reset()
+            self.meter.add(wall, self.sim.t)
+        self.tracker.timeout = config.command_timeout
+        self.tracker.max_delay_ns = round(config.max_command_delay * 1e9)
+        if (config.contact_model != old.contact_model
+                or config.contact.get(config.contact_model)
+                != old.contact.get(config.contact_model)):
+            self.switch_contact_model(config.contact_model,
+                                      config.contact.get(config.contact_model, {}))
+            self.events.append(Event("info", f"Contact model is now {config.contact_model!r} "
+                                     f"(state kept at t = {self.sim.t:.3f} s)"))
+
+    # ------------------------------------------------------------------ commands
+    def command(self, stamp: int, names: Sequence[str], efforts: Sequence[float],
+                wall: float | None = None) -> str | None:
+        """Handle a ``joint_torque_cmd`` answering the state stamped ``stamp`` [ns]; returns
+        the rejection reason, or None when it is accepted."""
+        tau, reason = self.validator.check(names, efforts)
+        if reason is None and stamp > self.stamp:
+            reason = (f"joint_torque_cmd stamped {stamp} ns answers no published state (the "
+                      f"newest is stamped {self.stamp} ns)")
+        if reason is None:
+            if self.config.lockstep:
+                reason = self.gate.offer(stamp, tau, self.clock() if wall is None else wall)
+            else:
+                reason = self.tracker.feed(stamp, tau)
+        if reason is not None:
+            self.rejected += 1
+            self.last_rejection = reason
+            return reason
+        self.accepted += 1
+        return None
+
+    def _free_torque(self, wall: float) -> np.ndarray | None:
+        """Torque for the next period when free running; None to wait for a late command."""
+        tracker = self.tracker
+        state = tracker.decide(self.stamp, wall)
+        if state == CommandTracker.NONE and self.config.wait_for_first_command:
+            state = CommandTracker.LATE
+        changed = tracker.transition()
+        action = self.config.stale_command_action
+        what = ("zero torque" if action == "zero" else
+                f"joint damping {self.config.stale_damping:g} N m s/rad")
+        if changed == CommandTracker.STALE:
+            self.events.append(Event("warning", f"No joint_torque_cmd answering a recent state "
+                                     f"for {tracker.timeout:g} s of wall time (command_timeout) "
+                                     f"at t = {self.sim.t:.3f} s: applying {what}"))
+        elif changed == CommandTracker.FRESH:
+            self.events.append(Event("info", f"Receiving joint_torque_cmd (t = {self.sim.t:.3f} "
+                                     "s)"))
+        elif changed == CommandTracker.LATE and tracker.stamp is not None:
+            self.events.append(Event("info", f"joint_torque_cmd late at t = {self.sim.t:.3f} s: "
+                                     "waiting for the controller (the simulated clock slows)"))
+        elif changed == CommandTracker.NONE:
+            self.events.append(Event("info", f"No joint_torque_cmd yet: applying {what} until "
+                                     "one arrives"))
+        self.waiting = state == CommandTracker.LATE
+        if self.waiting:
+            return None
+        if state == CommandTracker.FRESH:
+            return tracker.tau
+        return fallback_torque(action, self.sim.v[self.robot.v_idx], self.config.stale_damping)
+
+    # ------------------------------------------------------------------ stepping
+    def run_period(self, tau: np.ndarray) -> bool:
+        """Advance one control period; False (and ``error`` set) if the simulation diverged."""
+        start = self.clock()
+        for _ in range(self.n_sub):
+            q_prev, v_prev = self.sim.q, self.sim.v
+            t0 = time.perf_counter()
+            try:
+                step = self.sim.step(tau)
+            except DivergenceError as exc:
+                self.error = str(exc)
+                self.events.append(Event("error", f"{exc}. The node keeps running; call "
+                                         "~/reset to start again"))
+                return False
+            self.step_time += time.perf_counter() - t0
+            self.steps += 1
+            self.last_step, self.q_prev, self.v_prev = step, q_prev, v_prev
+        self.tau_applied = self.last_step.tau
+        self.periods += 1
+        self.stamp = stamp_ns(self.sim.t)
+        wall = self.clock()
+        self.pacer.record(wall - start)
+        self.meter.add(wall, self.sim.t)
+        self.state_due = True
+        return True
+
+    def tick(self, budget: float = 0.02, max_periods: int | None = None) -> int:
+        """Run the control periods due now (at most ``budget`` wall seconds and ``max_periods``
+        periods); returns how many.
+
+        Lockstep: at most one period, when the gate is open and (with a real-time factor) the
+        period is due; a command that came after its period was due is counted late and the
+        schedule restarts from now (no catching up). Free running: the periods the pacer says
+        are due, each with the torque of :meth:`_free_torque`; waiting for a late command
+        restarts the schedule the same way. Nothing runs while paused or diverged.
+        """
+        wall = self.clock()
+        if self.paused or self.error is not None:
+            return 0
+        pacer = self.pacer
+        if self.config.lockstep:
+            if not self.gate.ready:
+                return 0
+            due = pacer.next_due(self.sim.t)
+            if due is not None:
+                if wall < due:
+                    return 0
+                arrival = self.gate.arrival if self.gate.arrival is not None else wall
+                if arrival > due:
+                    self.late_commands += 1
+                    self.wait_time += arrival - due
+                    pacer.restart(wall, self.sim.t)
+            if not self.run_period(self.gate.take()):
+                return 0
+            self.gate.expect(self.stamp)
+            return 1
+        n_due = pacer.due(wall, self.sim.t)
+        if max_periods is not None:
+            n_due = min(n_due, max_periods)
+        done = 0
+        while done < n_due and self.clock() - wall < budget:
+            tau = self._free_torque(self.clock())
+            if tau is None:
+                pacer.restart(self.clock(), self.sim.t)
+                break
+            if not self.run_period(tau):
+                break
+            done += 1
+        self.late_commands = self.tracker.late_periods
+        self.wait_time = self.tracker.wait_time
+        return done
+
+    def next_wakeup(self) -> float | None:
+        """Wall time at which :meth:`tick` may run the next period without a new message (None:
+        only a message can make it run: a command, a service call)."""
+        if self.paused or self.error is not None:
+            return None
+        if self.config.lockstep and not self.gate.ready:
+            return None
+        if not self.config.lockstep and self.waiting:
+            start = self.tracker.wait_start
+            if self.tracker.timeout > 0.0 and start is not None:
+                return start + self.tracker.timeout
+            return None
+        due = self.pacer.next_due(self.sim.t)
+        return self.clock() if due is None else due
+
+    # ------------------------------------------------------------------ outputs
+    def sample(self) -> StateSample:
+        """The measurement of the state now (see :class:`StateSample`); clears ``state_due``."""
+        robot, sim = self.robot, self.sim
+        pos, quat, lin, ang = base_pose_twist(robot.model, self._data, sim.q, sim.v)
+        if self.last_step is not None:
+            feet = foot_wrenches(robot, self._data, self.q_prev, self.last_step)
+            wrenches = [(feet[b.name][:3], feet[b.name][3:]) for b in robot.contact_bodies]
+        else:
+            wrenches = [(np.zeros(3), np.zeros(3)) for _ in robot.contact_bodies]
+        self.state_due = False
+        return StateSample(self.stamp, sim.t, sim.q[robot.q_idx], sim.v[robot.v_idx],
+                           self.tau_applied, pos, quat, lin, ang, wrenches)
+
+    def measurement_fields(self) -> list[tuple[str, dict[str, Any]]]:
+        """``/clock``, ``joint_states``, ``odom`` and ``contact_wrench/<foot>`` of the state now,
+        as :mod:`~biped_contact_sim.record.messages` fields (the node writes the same values
+        into preallocated messages, :mod:`.writers`)."""
+        s = self.sample()
+        robot, frame = self.robot, self.config.world_frame
+        out = [
+            (CLOCK, messages.clock(s.t)),
+            (JOINT_STATES, messages.joint_state(s.t, robot.actuated_joint_names, s.q_joints,
+                                                s.v_joints, s.tau)),
+            (ODOM, messages.odometry(s.t, frame, robot.base_link, s.position, s.quat_xyzw,
+                                     s.linear, s.angular)),
+        ]
+        for body, (force, torque) in zip(robot.contact_bodies, s.wrenches, strict=True):
+            out.append((CONTACT_WRENCH.format(foot=body.name),
+                        messages.wrench_stamped(s.t, body.frame, force, torque)))
+        for _, fields in out:  # the exact integer stamp (messages.stamp rounds the float t)
+            stamp = fields["header"]["stamp"] if "header" in fields else fields["clock"]
+            stamp.update(stamp_fields(s.stamp))
+        return out
+
+    def tf_fields(self) -> dict[str, Any]:
+        """The ``world → base link`` TransformStamped of the state now."""
+        pos, quat, _, _ = base_pose_twist(self.robot.model, self._data, self.sim.q, self.sim.v)
+        return messages.transform_stamped(self.sim.t, self.config.world_frame,
+                                          self.robot.base_link, pos, quat)
+
+    def visual_fields(self) -> list[tuple[str, dict[str, Any]]]:
+        """``cop/<foot>``, ``zmp`` (while defined) and ``contact_markers`` of the last step."""
+        step = self.last_step
+        if step is None:
+            return []
+        obs = self.observer.observe(step, self.q_prev, self.v_prev)
+        t, frame, terrain = step.t, self.config.world_frame, self.sim.terrain
+        out = []
+        for foot in obs.feet:
+            if foot.cop is not None:
+                out.append((COP.format(foot=foot.name), messages.point_stamped(t, frame, foot.cop)))
+        if obs.zmp is not None:
+            out.append((ZMP, messages.point_stamped(t, frame, obs.zmp)))
+        # The support polygon is stored in the terrain plane's (t1, t2) coordinates.
+        polygon = np.array([0.0, 0.0, terrain.height]) + obs.support_polygon @ terrain.R[:, :2].T
+        out.append((CONTACT_MARKERS, messages.contact_markers(
+            t, frame, step.p, step.f_world, step.active, [f.cop for f in obs.feet], obs.zmp,
+            polygon, mu=terrain.mu, force_scale=self.force_scale, normals=terrain.normal)))
+        return out
+
+    def status(self) -> dict[str, Any]:
+        """The simulator's ``DiagnosticStatus`` fields (layout in :func:`sim_status_values`)."""
+        level, message = DIAG_OK, "running"
+        measured = self.meter.value
+        target = self.config.real_time_factor
+        if self.error is not None:
+            level, message = DIAG_ERROR, f"diverged: {self.error} (call ~/reset)"
+        elif self.paused:
+            message = "paused"
+        elif self.config.lockstep and not self.gate.ready:
+            message = "lockstep: waiting for the command of the published state"
+        elif not self.config.lockstep and self.tracker.state == CommandTracker.STALE:
+            level, message = DIAG_WARN, (f"torque command stale: applying "
+                                         f"{self.config.stale_command_action} torque")
+        elif not self.config.lockstep and self.waiting:
+            message = ("waiting for a late joint_torque_cmd" if self.tracker.stamp is not None
+                       else "waiting for the first joint_torque_cmd")
+        if level == DIAG_OK and target > 0 and measured is not None and measured < 0.9 * target:
+            level, message = DIAG_WARN, (f"slower than real_time_factor {target:g} (achieved "
+                                         f"{measured:.3g}; late commands {self.late_commands}, "
+                                         f"overruns {self.pacer.overruns})")
+        return diagnostic_status(level, SIM_STATUS_NAME, message, self.robot.name,
+                                 sim_status_values(self))
+
+
+def sim_status_values(session: SimSession) -> dict[str, Any]:
+    """Key/values of the simulator status (README "Diagnostics")."""
+    return {
+        "sim_time_s": session.sim.t,
+        "steps": session.steps,
+        "contact_model": session.sim.contact.name,
+        "dt_s": session.sim.dt,
+        "control_period_s": session.config.control_period,
+        "real_time_factor_target": session.config.real_time_factor,
+        "real_time_factor_measured": session.meter.value,
+        "real_time_factor_overall": session.meter.overall,
+        "overruns": session.pacer.overruns,
+        "resyncs": session.pacer.resyncs,
+        "late_commands": session.late_commands,
+        "wait_time_s": session.wait_time,
+        "mean_step_us": 1e6 * session.step_time / session.steps if session.steps else None,
+        "lockstep": session.config.lockstep,
+        "paused": session.paused,
+        "command_state": "lockstep" if session.config.lockstep else session.tracker.state,
+        "commands_accepted": session.accepted,
+        "commands_rejected": session.rejected,
+        "last_rejection": session.last_rejection,
+        "diverged": session.error or "",
+    }

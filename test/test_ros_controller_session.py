@@ -1,0 +1,235 @@
+"""Measurement assembly and the controller session (biped_contact_sim/ros/controller_session.py),
+and the closed loop session → fields → assembler → controller → lockstep gate."""
+
+import dataclasses
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from ros_logic_helpers import MS, FakeClock, feed, make_session
+
+from biped_contact_sim.control.base import Behavior, Controller, ControlOutput, Reference
+from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.ros import controller_session, sim_session
+from biped_contact_sim.ros import params as ros_params
+from biped_contact_sim.ros import topics as ros_topics
+
+
+@pytest.fixture(scope="module")
+def biped():
+    return RobotModel.load("biped3d")
+
+
+# ------------------------------------------------------------------------------ assembly
+
+
+
+
+
+def test_measurement_from_the_simulators_messages_is_its_state():
+    clock = FakeClock()
+    s = make_session(clock=clock, real_time_factor=0.0)
+    for _ in range(5):
+        s.tick()
+    a = controller_session.MeasurementAssembler(s.robot)
+    stamp = feed(a, s)
+    m = a.pop()
+    assert m.stamp == stamp
+    np.testing.assert_allclose(m.q, s.sim.q, atol=1e-12)
+    np.testing.assert_allclose(m.v, s.sim.v, atol=1e-12)
+    from biped_contact_sim.sim.observables import foot_wrenches
+    expected = foot_wrenches(s.robot, s.robot.create_data(), s.q_prev, s.last_step)
+    for foot, w in expected.items():
+        np.testing.assert_allclose(m.wrenches[foot], w, atol=1e-9)
+    assert a.pop() is None  # each stamp once
+
+
+def test_exact_sync_waits_for_every_part_with_the_same_stamp(biped):
+    a = controller_session.MeasurementAssembler(biped)
+    names = biped.actuated_joint_names
+    zeros = np.zeros(len(names))
+    quat = [0.0, 0.0, 0.0, 1.0]
+    a.joint_state(2 * MS, names, zeros, zeros)
+    a.odometry(2 * MS, [0, 0, 0.8], quat, [0] * 3, [0] * 3)
+    a.wrench("left_foot", 2 * MS, [0, 0, 200], [0] * 3)
+    assert a.pop() is None and a.missing() == ["contact_wrench/right_foot"]
+    a.wrench("right_foot", 1 * MS, [0, 0, 200], [0] * 3)  # another stamp
+    assert a.pop() is None
+    a.wrench("right_foot", 2 * MS, [0, 0, 190], [0] * 3)
+    m = a.pop()
+    assert m.stamp == 2 * MS and m.wrenches["right_foot"][2] == 190
+    # an older stamp completing later is not handed out
+    a.joint_state(1 * MS, names, zeros, zeros)
+    a.odometry(1 * MS, [0, 0, 0.8], quat, [0] * 3, [0] * 3)
+    a.wrench("left_foot", 1 * MS, [0, 0, 200], [0] * 3)
+    assert a.pop() is None
+
+
+def test_joint_states_are_matched_by_name(biped):
+    a = controller_session.MeasurementAssembler(biped, sync="latest")
+    names = list(biped.actuated_joint_names)
+    pos = np.arange(len(names), dtype=float)
+    # reversed order plus an extra joint: fine
+    assert a.joint_state(0, ["gripper", *names[::-1]], [9.0, *pos[::-1]],
+                         [0.0] * (len(names) + 1)) is None
+    assert a.joint_state(0, names[1:], pos[1:], pos[1:]).startswith(
+        f"joint_states lacks actuated joint(s): {names[0]}")
+    assert a.joint_state(0, names, pos, []).startswith(f"joint_states has {len(names)} names")
+    assert a.wrench("hand", 0, [0] * 3, [0] * 3).startswith("unknown foot 'hand'")
+    a.odometry(0, [0, 0, 1], [0, 0, 0, 1], [0] * 3, [0] * 3)
+    a.wrench("left_foot", 0, [0] * 3, [0] * 3)
+    a.wrench("right_foot", 0, [0] * 3, [0] * 3)
+    m = a.pop()
+    np.testing.assert_array_equal(m.q[biped.q_idx], pos)
+
+
+def test_latest_sync_skips_old_inputs_and_repeated_joint_states(biped):
+    a = controller_session.MeasurementAssembler(biped, sync="latest", max_age=0.01)
+    names = biped.actuated_joint_names
+    zeros = np.zeros(len(names))
+    a.odometry(0, [0, 0, 1], [0, 0, 0, 1], [0] * 3, [0] * 3)
+    a.wrench("left_foot", 0, [0] * 3, [0] * 3)
+    a.wrench("right_foot", 5 * MS, [0] * 3, [0] * 3)
+    a.joint_state(20 * MS, names, zeros, zeros)
+    assert a.pop() is None  # odom is 20 ms older than the joint states
+    a.odometry(18 * MS, [0, 0, 1], [0, 0, 0, 1], [0] * 3, [0] * 3)
+    a.wrench("left_foot", 19 * MS, [0] * 3, [0] * 3)
+    a.wrench("right_foot", 19 * MS, [0] * 3, [0] * 3)
+    assert a.pop().stamp == 20 * MS
+    assert a.pop() is None  # no new joint states
+
+
+# ------------------------------------------------------------------------------ controller
+
+
+class HoldBehavior(Behavior):
+    name = "hold"
+
+    def __init__(self, robot, q0, **params):
+        self.q0 = np.asarray(q0)
+        self.robot = robot
+
+    def reference(self, t):
+        return Reference(stance=("left_foot", "right_foot"), com=np.array([0.0, 0.0, 0.7 + t]),
+                         q_joints=self.q0[self.robot.q_idx], internal=np.zeros(6))
+
+
+@dataclasses.dataclass(frozen=True)
+class HoldSettings:
+    """Settings of the test controller.
+
+    Attributes:
+        kp: stiffness [N m/rad].
+    """
+
+    kp: float = 10.0
+
+
+class HoldController(Controller):
+    name = "hold"
+    Settings = HoldSettings
+
+    def compute(self, meas):
+        ref = self.behavior.reference(meas.t)
+        if meas.t > 0.5:
+            raise ConfigError("test failure")
+        tau = self.settings.kp * (ref.q_joints - meas.q[self.robot.q_idx])
+        return ControlOutput(tau, {"internal": np.ones(6), "t_seen": meas.t})
+
+
+@pytest.fixture
+def hold(monkeypatch):
+    monkeypatch.setattr(controller_session, "make_behavior",
+                        lambda name, robot, q0, **p: HoldBehavior(robot, q0))
+    monkeypatch.setattr(controller_session, "make_controller",
+                        lambda name, robot, behavior, dt, **s:
+                        HoldController(robot, behavior, dt, **s))
+
+
+def measurement(robot, stamp, q=None):
+    q = robot.standing_configuration() if q is None else q
+    return controller_session.AssembledMeasurement(stamp, q, np.zeros(robot.nv),
+                                   {b.name: np.zeros(6) for b in robot.contact_bodies})
+
+
+def test_controller_session_commands_and_diagnostics(biped, hold):
+    cfg = ros_params.controller_config({"diagnostics_decimation": 2,
+                                        "controller_settings": "kp=3.0"})
+    s = controller_session.ControllerSession(biped, cfg)
+    waiting = s.status(["odom"])["status"][0]
+    assert waiting["message"] == "waiting for odom" and waiting["level"] == b"\x01"
+    t0 = 1_700_000_000_123_456_789  # hardware time: the behaviour still starts at t = 0
+    cycle = s.step(measurement(biped, t0))
+    assert cycle.command["header"]["stamp"] == ros_topics.stamp_fields(t0)  # exact echo
+    assert cycle.command["name"] == list(biped.actuated_joint_names)
+    assert cycle.command["position"] == [] and len(cycle.command["effort"]) == biped.n_joints
+    assert s.last_output.info["t_seen"] == 0.0
+    topics = [t for t, _ in cycle.diagnostics]
+    assert topics == ["~/com", "~/com_ref", "~/internal_forces", "~/internal_forces_ref"]
+    d = dict(cycle.diagnostics)
+    com = pin.centerOfMass(biped.model, biped.create_data(), biped.standing_configuration())
+    assert d["~/com"]["point"] == pytest.approx(dict(zip("xyz", com, strict=True)))
+    assert d["~/com_ref"]["point"]["z"] == pytest.approx(0.7)
+    assert d["~/internal_forces"]["layout"]["dim"][0]["label"] == "internal"
+    array = s.status()
+    assert array["header"]["stamp"] == ros_topics.stamp_fields(t0)
+    status = array["status"][0]
+    assert status["level"] == b"\x00" and status["name"] == ros_topics.CONTROLLER_STATUS_NAME
+    keys = [kv["key"] for kv in status["values"]]
+    assert keys[:10] == ["t_s", "controller", "behavior", "stance", "cycles", "failures",
+                         "mean_compute_us", "com", "com_ref", "tau"]
+    assert "info.internal" in keys and "info.t_seen" in keys
+    second = s.step(measurement(biped, t0 + 100 * MS))
+    assert second.diagnostics == []  # decimation 2
+    assert s.last_output.info["t_seen"] == pytest.approx(0.1)
+
+
+def test_controller_session_restarts_when_time_jumps_back(biped, hold):
+    s = controller_session.ControllerSession(biped, ros_params.controller_config({}))
+    s.step(measurement(biped, 300 * MS))
+    first = s.controller
+    s.step(measurement(biped, 0))
+    assert s.controller is not first
+    assert any("Time jumped back" in e.text for e in s.events)
+    assert s.last_output.info["t_seen"] == 0.0
+
+
+def test_controller_failure_publishes_nothing_and_is_reported(biped, hold):
+    s = controller_session.ControllerSession(biped, ros_params.controller_config({}))
+    assert s.step(measurement(biped, 0)) is not None
+    assert s.step(measurement(biped, 600 * MS)) is None
+    assert s.failures == 1 and "ConfigError: test failure" in s.last_error
+    assert s.events[-1].severity == "error"
+    status = s.status()["status"][0]
+    assert status["level"] == b"\x01" and "ConfigError: test failure" in status["message"]
+
+
+def test_check_controller_refuses_unknown_names(biped, monkeypatch):
+    monkeypatch.setattr(controller_session, "make_behavior",
+                        lambda name, robot, q0, **p: HoldBehavior(robot, q0))
+    with pytest.raises(ConfigError, match="Unknown controller: 'pid'"):
+        controller_session.check_controller(biped, dataclasses.replace(
+            ros_params.controller_config({}),
+                                                       controller="pid"))
+
+
+def test_closed_loop_through_message_fields_keeps_the_biped_standing():
+    """Simulator session → fields → assembler → ctc → command fields → lockstep gate."""
+    config = ros_params.sim_config({"lockstep": True, "real_time_factor": 0.0})
+    sim = sim_session.SimSession(sim_session.build_world(config), config)
+    robot = sim.robot
+    ctrl = controller_session.ControllerSession(
+        robot, ros_params.controller_config({"controller": "ctc"}))
+    assembler = controller_session.MeasurementAssembler(robot)
+    z0 = sim.sim.q[2]
+    while sim.sim.t < 0.2 - 1e-9:
+        feed(assembler, sim)
+        cycle = ctrl.step(assembler.pop())
+        assert cycle is not None, ctrl.last_error
+        cmd = cycle.command
+        assert sim.command(ros_topics.ns_from_stamp(**cmd["header"]["stamp"]), cmd["name"],
+                           cmd["effort"]) is None
+        assert sim.tick() == 1
+        assert sim.sim.q[2] > z0 - 0.01
+    assert sim.error is None and ctrl.cycles == 200

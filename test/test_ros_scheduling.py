@@ -1,0 +1,138 @@
+"""Torque-command validation, watchdog, lockstep gate, real-time pacing
+(biped_contact_sim/ros/scheduling.py)."""
+
+
+import numpy as np
+import pytest
+from ros_logic_helpers import MS
+
+from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.ros import scheduling
+
+
+@pytest.fixture(scope="module")
+def biped():
+    return RobotModel.load("biped3d")
+
+
+# ------------------------------------------------------------------------------ commands
+
+
+def test_command_validator(biped):
+    v = scheduling.CommandValidator(biped.actuated_joint_names)
+    names = list(biped.actuated_joint_names)
+    tau = np.arange(len(names), dtype=float)
+    ok, reason = v.check(names[::-1], tau[::-1])
+    assert reason is None
+    np.testing.assert_array_equal(ok, tau)  # reordered to the robot's joint order
+    assert v.check(names, tau[:-1])[1] == (f"joint_torque_cmd has {len(names)} names but "
+                                          f"{len(names) - 1} efforts")
+    assert v.check(["elbow", *names[1:]], tau)[1].startswith(
+        "joint_torque_cmd names unknown joint(s) 'elbow'; actuated joints: ")
+    assert v.check([names[0], *names[:-1]], tau)[1] == (
+        f"joint_torque_cmd names joint(s) twice: {names[0]}")
+    assert v.check(names[:-1], tau[:-1])[1].endswith(f"missing: {names[-1]}")
+    bad = tau.copy()
+    bad[2] = np.nan
+    bad[3] = np.inf
+    assert v.check(names, bad)[1] == (f"joint_torque_cmd effort is NaN or Inf for {names[2]}, "
+                                      f"{names[3]}")
+    assert v.check([], [])[1].startswith("joint_torque_cmd has 0 joints")
+
+
+def test_command_tracker_fresh_late_stale_and_transitions_reported_once():
+    tr = scheduling.CommandTracker(max_delay=0.002, timeout=0.5)
+    assert tr.decide(0, wall=0.0) == "none" and tr.transition() == "none"
+    assert tr.transition() is None
+    assert tr.feed(0, np.ones(2)) is None
+    assert tr.decide(2 * MS, wall=0.0) == "fresh"  # answers a state 2 ms old: still fresh
+    assert tr.transition() == "fresh"
+    assert tr.decide(3 * MS, wall=1.0) == "late" and tr.late_periods == 1
+    assert tr.decide(3 * MS, wall=1.3) == "late" and tr.late_periods == 1  # the same wait
+    assert tr.feed(3 * MS, np.zeros(2)) is None
+    assert tr.decide(3 * MS, wall=1.4) == "fresh"
+    assert tr.wait_time == pytest.approx(0.4)
+    assert tr.feed(2 * MS, np.zeros(2)).startswith("joint_torque_cmd stamped 2000000 ns "
+                                                   "answers an older state")
+    assert tr.decide(10 * MS, wall=2.0) == "late"
+    assert tr.decide(10 * MS, wall=2.5001) == "stale"  # waited longer than the timeout
+    assert tr.decide(11 * MS, wall=2.6) == "stale"  # runs on without waiting
+    assert tr.feed(11 * MS, np.zeros(2)) is None
+    assert tr.decide(11 * MS, wall=2.7) == "fresh"
+    forever = scheduling.CommandTracker(max_delay=0.0, timeout=0.0)
+    forever.feed(0, np.zeros(2))
+    assert forever.decide(1 * MS, wall=0.0) == "late"
+    assert forever.decide(1 * MS, wall=1e6) == "late"  # timeout 0: waits without limit
+
+
+def test_fallback_torque():
+    v = np.array([1.0, -2.0])
+    np.testing.assert_array_equal(scheduling.fallback_torque("zero", v, 5.0), [0.0, 0.0])
+    np.testing.assert_array_equal(scheduling.fallback_torque("damping", v, 5.0), [-5.0, 10.0])
+    with pytest.raises(ConfigError):
+        scheduling.fallback_torque("brake", v, 1.0)
+
+
+def test_lockstep_gate_sequence():
+    g = scheduling.LockstepGate()
+    assert g.offer(0, [1.0]) == "lockstep: no state awaits a command"
+    g.expect(1 * MS)
+    assert not g.ready
+    assert g.offer(0, [1.0]).startswith("lockstep: command stamped 0 ns ignored, waiting for "
+                                        "the state stamped 1000000 ns")
+    assert g.offer(1 * MS, [2.0], wall=5.0) is None and g.ready and g.arrival == 5.0
+    assert g.offer(1 * MS, [3.0]) == "lockstep: second command for stamp 1000000 ns ignored"
+    np.testing.assert_array_equal(g.take(), [2.0])
+    assert not g.ready and g.expected is None
+    with pytest.raises(RuntimeError):
+        g.take()
+
+
+# ------------------------------------------------------------------------------ pacing
+
+
+def test_pacer_real_time_and_slower_factors():
+    p = scheduling.Pacer(0.001, 1.0)
+    p.hold(10.0, 0.0)
+    assert p.due(10.0, 0.0) == 0
+    assert p.due(10.0035, 0.0) == 3
+    assert p.due(10.0035, 0.003) == 0
+    half = scheduling.Pacer(0.001, 0.5)
+    half.hold(0.0, 0.0)
+    assert half.due(0.004, 0.0) == 2  # 4 ms of wall time = 2 ms of simulated time
+    fast = scheduling.Pacer(0.001, 0.0, max_batch=7)
+    assert fast.due(0.0, 0.0) == 7
+
+
+def test_pacer_next_due_and_restart_after_a_wait():
+    p = scheduling.Pacer(0.001, 0.5)
+    p.hold(10.0, 0.0)
+    assert p.next_due(0.0) == pytest.approx(10.002)  # 1 ms of simulated time at factor 0.5
+    assert p.next_due(0.001) == pytest.approx(10.004)
+    p.restart(20.0, 0.001)  # waited for a command: due now, no catching up afterwards
+    assert p.due(20.0, 0.001) == 1
+    assert p.next_due(0.002) == pytest.approx(20.002)
+    assert scheduling.Pacer(0.001, 0.0).next_due(0.0) is None
+
+
+def test_pacer_resyncs_instead_of_bursting_and_counts_overruns():
+    p = scheduling.Pacer(0.001, 1.0, max_lag=0.1)
+    p.hold(0.0, 0.0)
+    assert p.due(0.5, 0.0) == 1 and p.resyncs == 1  # 0.5 s behind: drop the schedule
+    assert p.due(0.5, 0.001) == 0
+    assert p.due(0.501, 0.001) == 1
+    assert not p.record(0.0009)
+    assert p.record(0.0011) and p.overruns == 1
+    assert not scheduling.Pacer(0.001, 0.0).record(10.0)  # no budget: as fast as possible
+
+
+def test_real_time_meter():
+    m = scheduling.RealTimeMeter(window=1.0)
+    assert m.value is None
+    for k in range(50):
+        m.add(0.1 * k, 0.05 * k)
+    assert m.value == pytest.approx(0.5)
+    assert m.overall == pytest.approx(0.5)
+    m.reset()
+    assert m.value is None and m.overall is None
