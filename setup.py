@@ -33,8 +33,8 @@ setup(
     entry_points={
         "console_scripts": [
             "biped-sim = biped_contact_sim.cli.main:main",
-            "simulator_node = biped_contact_sim.ros.sim_node:main",
-            "controller_node = biped_contact_sim.ros.controller_node:main",
+            "simulator_node = biped_contact_sim.ros.entry:simulator",
+            "controller_node = biped_contact_sim.ros.entry:controller",
         ],
     },
 )

@@ -7,6 +7,8 @@ joint_states (position and velocity of every actuated joint), odom (base pose in
 twist in the base frame), contact_wrench/<foot> (sole frame, about the sole origin), and apply
 joint_torque_cmd (name + effort, stamped with the measurement it answers), with its own
 watchdog. The controller runs on a timer (sync:=latest) from the newest messages.
+
+Launch arguments come after the params files and win (see sim.launch.py).
 """
 
 from launch.actions import DeclareLaunchArgument
@@ -45,6 +47,7 @@ def generate_launch_description():
         package=PACKAGE,
         executable="controller_node",
         name="controller",
+        namespace="",
         output="screen",
         parameters=[
             robot_yaml,
@@ -63,12 +66,14 @@ def generate_launch_description():
     state_publisher = Node(
         package="robot_state_publisher",
         executable="robot_state_publisher",
+        namespace="",
         output="screen",
         parameters=[{"robot_description": robot_description, "use_sim_time": use_sim_time}],
     )
     rviz = Node(
         package="rviz2",
         executable="rviz2",
+        namespace="",
         output="screen",
         arguments=["-d", PathJoinSubstitution([share, "config", "biped.rviz"])],
         parameters=[{"use_sim_time": use_sim_time}],

@@ -1,11 +1,19 @@
 """Simulator + controller + robot_state_publisher (+ RViz).
 
     ros2 launch biped_contact_sim sim.launch.py contact_model:=gauss_seidel controller:=wbc \
-        behavior:=sway rviz:=true lockstep:=true
+        behavior:=sway rviz:=true
 
-The simulator and the controller read config/<robot>.yaml (the robot file biped-sim reads, a
-ROS params file) and their own config/sim_node.yaml / config/controller_node.yaml; the launch
-arguments override those. robot_state_publisher gets the URDF text from urdf/<robot>.urdf.
+The default is the closed loop in lockstep with real-time pacing: the simulator advances one
+control period per command answering its last state, never faster than the wall clock, and
+slower (its achieved real-time factor in /diagnostics) when the controller cannot keep up —
+never on a stale torque. lockstep:=false runs the simulator free: it waits for late commands
+(max_command_delay) and holds at t = 0 until the controller's first command.
+
+The simulator and the controller read config/<robot>.yaml (the robot file biped-sim reads, a ROS
+params file) and their own config/sim_node.yaml / config/controller_node.yaml; the launch
+arguments come last and win (every file is keyed /**; the nodes are given their namespace, so
+launch_ros keys the arguments by the node's full name). robot_state_publisher gets the URDF text
+of urdf/<robot>.urdf.
 """
 
 from launch.actions import DeclareLaunchArgument
@@ -22,19 +30,19 @@ PACKAGE = "biped_contact_sim"
 ARGUMENTS = [
     ("robot", "biped3d", "Robot: config/<robot>.yaml and urdf/<robot>.urdf of this package"),
     ("scenario", "stand", "Scenario giving terrain, initial state and contact defaults "
-     "(biped-sim list)"),
+     "(biped-sim list); walk for behavior:=walk"),
     ("contact_model", "penalty_fl", "Contact model of the simulator (spring_damper, penalty_fl, "
      "gauss_seidel, time_stepping, acceleration_lcp); settable at run time with ros2 param set"),
     ("controller", "wbc", "Controller: ctc (computed torque) or wbc (whole-body with internal "
      "forces)"),
     ("behavior", "stand", "Behaviour of the controller: stand, sway, walk or planar_walk"),
     ("rviz", "false", "Start RViz with config/biped.rviz"),
-    ("lockstep", "false", "Deterministic closed loop: the simulator advances one control "
-     "period per command"),
-    ("real_time_factor", "1.0", "Simulated seconds per wall second; 0 = as fast as possible "
-     "(use with lockstep:=true when a controller runs)"),
-    ("use_sim_time", "true", "Controller, robot_state_publisher and RViz follow the "
-     "simulator's /clock"),
+    ("lockstep", "true", "The simulator advances one control period per command answering its "
+     "last state (deterministic); false: free running, waiting for late commands"),
+    ("real_time_factor", "1.0", "Simulated seconds per wall second at most; 0 = as fast as "
+     "possible (deterministic with lockstep:=true)"),
+    ("use_sim_time", "true", "robot_state_publisher and RViz follow the simulator's /clock (the "
+     "controller is stamped by its measurements and needs no clock)"),
 ]
 
 
@@ -51,6 +59,7 @@ def generate_launch_description():
         package=PACKAGE,
         executable="simulator_node",
         name="simulator",
+        namespace="",
         output="screen",
         parameters=[
             robot_yaml,
@@ -62,6 +71,7 @@ def generate_launch_description():
                 "lockstep": ParameterValue(LaunchConfiguration("lockstep"), value_type=bool),
                 "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"),
                                                    value_type=float),
+                "wait_for_first_command": True,
             },
         ],
     )
@@ -69,6 +79,7 @@ def generate_launch_description():
         package=PACKAGE,
         executable="controller_node",
         name="controller",
+        namespace="",
         output="screen",
         parameters=[
             robot_yaml,
@@ -78,19 +89,20 @@ def generate_launch_description():
                 "controller": LaunchConfiguration("controller"),
                 "behavior": LaunchConfiguration("behavior"),
                 "sync": "exact",
-                "use_sim_time": use_sim_time,
             },
         ],
     )
     state_publisher = Node(
         package="robot_state_publisher",
         executable="robot_state_publisher",
+        namespace="",
         output="screen",
         parameters=[{"robot_description": robot_description, "use_sim_time": use_sim_time}],
     )
     rviz = Node(
         package="rviz2",
         executable="rviz2",
+        namespace="",
         output="screen",
         arguments=["-d", PathJoinSubstitution([share, "config", "biped.rviz"])],
         parameters=[{"use_sim_time": use_sim_time}],

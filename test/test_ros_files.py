@@ -47,8 +47,8 @@ def test_rviz_config_shows_the_contact_topics():
 def test_setup_installs_the_ros_files_and_entry_points():
     text = (ROOT / "setup.py").read_text()
     assert 'glob("launch/*.launch.py")' in text and 'glob("config/*.rviz")' in text
-    assert "simulator_node = biped_contact_sim.ros.sim_node:main" in text
-    assert "controller_node = biped_contact_sim.ros.controller_node:main" in text
+    assert "simulator_node = biped_contact_sim.ros.entry:simulator" in text
+    assert "controller_node = biped_contact_sim.ros.entry:controller" in text
     assert 'install_requires=["setuptools"]' in text
     xml = (ROOT / "package.xml").read_text()
     for key in ("rclpy", "sensor_msgs", "geometry_msgs", "nav_msgs", "visualization_msgs",

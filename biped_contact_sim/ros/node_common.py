@@ -31,6 +31,7 @@ from typing import Any
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor, TimeoutException
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.logging import get_logger
@@ -50,10 +51,21 @@ EXECUTOR_PERIOD = 1.0  # [s] the executor also runs this often (QoS event waitab
 
 
 def declare(node: Node, spec: ParamSpec):
-    """Declare a parameter with its descriptor (description, units, range, read-only)."""
+    """Declare a parameter with its descriptor (description, units, range, read-only).
+
+    rclpy refuses an override out of the descriptor's range, or of another type, with an
+    exception at declaration; the parameter is then declared without those constraints so that
+    its value reaches the node's validation, which reports every bad value at once, in the
+    words of the schema (``dt = -1.0 must be in [1e-05, 0.1] s``).
+    """
     descriptor = fill_message(ParameterDescriptor(), spec.descriptor_fields(),
                               DESCRIPTOR_FACTORIES)
-    return node.declare_parameter(spec.name, spec.default, descriptor).value
+    try:
+        return node.declare_parameter(spec.name, spec.default, descriptor).value
+    except (InvalidParameterValueException, InvalidParameterTypeException):
+        loose = ParameterDescriptor(description=descriptor.description, dynamic_typing=True,
+                                    read_only=descriptor.read_only)
+        return node.declare_parameter(spec.name, spec.default, loose).value
 
 
 def plain(value):
@@ -166,13 +178,17 @@ class NodeLoop:
             raise ExternalShutdownException()
         ready = ws.get_ready_entities("subscription")
         if ready:
-            for sub in subs:
+            for sub in subs:  # one message each: a queue with more makes the next wait return
                 if sub.handle.pointer in ready:
-                    while (taken := sub.handle.take_message(sub.msg_type, sub.raw)) is not None:
-                        if sub._callback_type is sub.CallbackType.MessageOnly:
-                            sub.callback(taken[0])
-                        else:
-                            sub.callback(*taken)
+                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                    if taken is None:
+                        continue
+                    # Jazzy's callbacks may also take the MessageInfo (Humble's never do).
+                    kind = getattr(sub, "_callback_type", None)
+                    if kind is None or kind is sub.CallbackType.MessageOnly:
+                        sub.callback(taken[0])
+                    else:
+                        sub.callback(*taken)
         now = time.perf_counter()
         if (ws.get_ready_entities("service") or ws.get_ready_entities("timer")
                 or ws.get_ready_entities("client") or now >= self._next_executor):
@@ -193,13 +209,19 @@ class NodeLoop:
     def request_stop(self, *_args: Any) -> None:
         self.stop_requested = True
 
+    def close(self) -> None:
+        """Release the executor's guard conditions now, while the context is valid (left to the
+        garbage collector, after rclpy's shutdown, they print an InvalidHandle traceback)."""
+        self.executor.shutdown(timeout_sec=0)
+
 
 def run_node(make_node: Callable[[], Node], node_name: str, args=None) -> int:
     """init (without rclpy's signal handlers) → node → :class:`NodeLoop` until SIGINT/SIGTERM
     → destroy → shutdown (module docstring). A ConfigError at start-up is logged as fatal and
     gives exit code 1, without a traceback."""
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = {"requested": False, "loop": None}
+    from biped_contact_sim.ros.entry import STOP_REQUESTED
+
+    stop = {"requested": bool(STOP_REQUESTED), "loop": None}
 
     def on_signal(signum, _frame):
         stop["requested"] = True
@@ -207,9 +229,14 @@ def run_node(make_node: Callable[[], Node], node_name: str, args=None) -> int:
             stop["loop"].request_stop()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    if STOP_REQUESTED:  # a signal came while importing: stop before starting anything
+        stop["requested"] = True
     node = None
     code = 0
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     try:
+        if stop["requested"]:
+            return 0
         node = make_node()
         loop = node.loop
         stop["loop"] = loop
@@ -225,6 +252,7 @@ def run_node(make_node: Callable[[], Node], node_name: str, args=None) -> int:
         for s in previous:  # from here on a signal changes nothing: cleanup runs to its end
             signal.signal(s, signal.SIG_IGN)
         if node is not None:
+            node.loop.close()
             node.destroy_node()
         rclpy.try_shutdown()
     return code

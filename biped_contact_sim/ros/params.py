@@ -303,8 +303,11 @@ def sim_parameter_specs(scenario_name: str = "stand") -> list[ParamSpec]:
         ParamSpec("control_period", 0.001, "Period of the measurement topics (joint_states, "
                   "odom, contact_wrench/*, /clock) and, in lockstep, the time advanced per "
                   "command; an integer multiple of dt", "s", 1e-5, 1.0),
-        ParamSpec("publish_rate", 50.0, "Rate of TF, cop/*, zmp and contact_markers (wall "
-                  "clock)", "Hz", 0.1, 1000.0),
+        ParamSpec("publish_rate", 20.0, "Rate of TF, cop/* and zmp (wall clock)", "Hz", 0.1,
+                  1000.0),
+        ParamSpec("markers_rate", 10.0, "Rate of contact_markers (force arrows, friction cones, "
+                  "support polygon; a few ms per message: 400 cone vertices), wall clock", "Hz",
+                  0.1, 1000.0),
         ParamSpec("diagnostics_rate", 1.0, "Rate of the /diagnostics status (wall clock)", "Hz",
                   0.1, 100.0),
         ParamSpec("real_time_factor", 1.0, "Simulated seconds per wall-clock second; 0 runs as "
@@ -354,7 +357,8 @@ class SimNodeConfig:
     integrator: str = "semi_implicit_euler"
     max_speed: float = 1e3
     control_period: float = 1e-3
-    publish_rate: float = 50.0
+    publish_rate: float = 20.0
+    markers_rate: float = 10.0
     diagnostics_rate: float = 1.0
     real_time_factor: float = 1.0
     lockstep: bool = False
@@ -437,7 +441,8 @@ def sim_config(values: Mapping[str, Any]) -> SimNodeConfig:
         raise ConfigError("\n".join(errors))
     kwargs = {f.name: merged[f.name] for f in dataclasses.fields(SimNodeConfig)
               if f.name != "contact" and f.name in merged}
-    for key in ("dt", "max_speed", "control_period", "publish_rate", "diagnostics_rate",
+    for key in ("dt", "max_speed", "control_period", "publish_rate", "markers_rate",
+                "diagnostics_rate",
                 "real_time_factor", "max_command_delay", "command_timeout", "stale_damping"):
         kwargs[key] = float(kwargs[key])
     return SimNodeConfig(contact=contact, **kwargs)

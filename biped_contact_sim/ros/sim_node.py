@@ -27,6 +27,7 @@ from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.record import messages
 from biped_contact_sim.record.messages import fill_message
 from biped_contact_sim.ros import params, sim_session, topics
 from biped_contact_sim.ros.node_common import (
@@ -38,13 +39,13 @@ from biped_contact_sim.ros.node_common import (
     plain,
     run_node,
 )
-from biped_contact_sim.ros.writers import StateWriter
+from biped_contact_sim.ros.writers import MarkerWriter, StateWriter
 
 NODE_NAME = "simulator"
 FACTORIES = {"markers": Marker, "points": Point, "status": DiagnosticStatus,
              "values": KeyValue}
 REJECT_LOG_PERIOD = 1.0  # [s] throttle of the "rejected joint_torque_cmd" log line
-LOCKSTEP_REPUBLISH = 1.0  # [s] re-send the awaited state for a controller that joined late
+REPUBLISH = 1.0  # [s] re-send an awaited state (a controller may have joined after it was sent)
 QOS_DEPTH = 10
 BATCH_BUDGET = 0.02  # [s] longest run of periods between two waits (services stay responsive)
 
@@ -85,6 +86,8 @@ class SimulatorNode(Node):
             self.msg_types[topics.COP.format(foot=body.name)] = PointStamped
         self.pubs = {topic: self.create_publisher(msg_type, topic, QOS_DEPTH)
                      for topic, msg_type in self.msg_types.items()}
+        self.point_topics = [topics.ZMP, *(topics.COP.format(foot=b.name)
+                                           for b in robot.contact_bodies)]
         # Measurement messages: allocated once, written in place every period (ros/writers.py).
         self.state_msgs = [(topics.CLOCK, Clock()), (topics.JOINT_STATES, JointState()),
                            (topics.ODOM, Odometry())]
@@ -94,6 +97,8 @@ class SimulatorNode(Node):
                                   robot.actuated_joint_names, self.config.world_frame,
                                   robot.base_link, [b.frame for b in robot.contact_bodies])
         self.state_pubs = [(self.pubs[topic], msg) for topic, msg in self.state_msgs]
+        self.markers = MarkerWriter(MarkerArray(), Marker, Point, self.config.world_frame,
+                                    robot.n_points, len(robot.contact_bodies))
         self.tf = optional_tf_broadcaster(self)
 
         self.create_subscription(JointState, topics.JOINT_TORQUE_CMD, self.on_command, QOS_DEPTH)
@@ -103,6 +108,7 @@ class SimulatorNode(Node):
         now = time.perf_counter()
         self.last_publish = now
         self.next_visual = now
+        self.next_markers = now
         self.next_diagnostics = now
         self.loop = NodeLoop(self, self.on_wake)
         cfg = self.config
@@ -116,16 +122,36 @@ class SimulatorNode(Node):
         self.pubs[topic].publish(fill_message(self.msg_types[topic](), fields, FACTORIES))
 
     def publish_state(self) -> None:
+        """The measurement topics of the state now (to the topics someone subscribes to)."""
         self.writer.write(self.session.sample())
         for pub, msg in self.state_pubs:
-            pub.publish(msg)
+            if pub.get_subscription_count():
+                pub.publish(msg)
         self.last_publish = time.perf_counter()
+
+    def publish_markers(self) -> None:
+        v = self.session.visual_sample()
+        pub = self.pubs[topics.CONTACT_MARKERS]
+        if v is None or not pub.get_subscription_count():
+            return
+        pub.publish(self.markers.write(
+            v.stamp, v.points, v.forces, v.active, [c for _, c in v.cops], v.zmp, v.polygon,
+            v.mu, v.force_scale, v.normal))
 
     def publish_visual(self) -> None:
         if self.tf is not None:
             self.tf.sendTransform(fill_message(TransformStamped(), self.session.tf_fields()))
-        for topic, fields in self.session.visual_fields():
-            self.publish(topic, fields)
+        if not any(self.pubs[t].get_subscription_count() for t in self.point_topics):
+            return  # the observables cost ~1 ms: only for someone
+        v = self.session.visual_sample()
+        if v is None:
+            return
+        frame = self.config.world_frame
+        for name, cop in v.cops:
+            if cop is not None:
+                self.publish(topics.COP.format(foot=name), messages.point_stamped(v.t, frame, cop))
+        if v.zmp is not None:
+            self.publish(topics.ZMP, messages.point_stamped(v.t, frame, v.zmp))
 
     def publish_diagnostics(self) -> None:
         self.publish(topics.DIAGNOSTICS, topics.diagnostic_array(
@@ -147,21 +173,25 @@ class SimulatorNode(Node):
         if session.events:
             log_events(self, session.events)
         now = time.perf_counter()
-        if (cfg.lockstep and not session.gate.ready and session.error is None
-                and not session.paused and now - self.last_publish > LOCKSTEP_REPUBLISH):
+        awaiting = session.error is None and not session.paused and (
+            (cfg.lockstep and not session.gate.ready) or (not cfg.lockstep and session.waiting))
+        if awaiting and now - self.last_publish > REPUBLISH:
             self.publish_state()  # the controller may have joined after it was sent
         if now >= self.next_visual:
             self.publish_visual()
             self.next_visual = max(self.next_visual + 1.0 / cfg.publish_rate, now)
+        if now >= self.next_markers:
+            self.publish_markers()
+            self.next_markers = max(self.next_markers + 1.0 / cfg.markers_rate, now)
         if now >= self.next_diagnostics:
             self.publish_diagnostics()
             self.next_diagnostics = max(self.next_diagnostics + 1.0 / cfg.diagnostics_rate, now)
-        wake = [self.next_visual, self.next_diagnostics]
+        wake = [self.next_visual, self.next_markers, self.next_diagnostics]
         due = session.next_wakeup()
         if due is not None:
             wake.append(due)
-        if cfg.lockstep and not session.gate.ready:
-            wake.append(self.last_publish + LOCKSTEP_REPUBLISH)
+        if awaiting:
+            wake.append(self.last_publish + REPUBLISH)
         return min(wake)
 
     # ------------------------------------------------------------------ callbacks

@@ -138,6 +138,26 @@ class StateSample:
     wrenches: list[tuple[np.ndarray, np.ndarray]]
 
 
+@dataclass
+class VisualSample:
+    """What the visual topics show of the last step (``cop/<foot>``, ``zmp``,
+    ``contact_markers``): CoP per contact body (None where undefined), ZMP, support polygon
+    vertices [m, world], contact points, forces on the robot [N], active flags, μ, arrow scale
+    [m/N] and the terrain normal."""
+
+    stamp: int
+    t: float
+    cops: list[tuple[str, np.ndarray | None]]
+    zmp: np.ndarray | None
+    polygon: np.ndarray
+    points: np.ndarray
+    forces: np.ndarray
+    active: np.ndarray
+    mu: float
+    force_scale: float
+    normal: np.ndarray
+
+
 class SimSession:
     """The simulator node's state machine, without ROS.
 
@@ -419,24 +439,34 @@ class SimSession:
         return messages.transform_stamped(self.sim.t, self.config.world_frame,
                                           self.robot.base_link, pos, quat)
 
-    def visual_fields(self) -> list[tuple[str, dict[str, Any]]]:
-        """``cop/<foot>``, ``zmp`` (while defined) and ``contact_markers`` of the last step."""
+    def visual_sample(self) -> VisualSample | None:
+        """CoPs, ZMP, support polygon and contact forces of the last step (None before it)."""
         step = self.last_step
         if step is None:
-            return []
+            return None
         obs = self.observer.observe(step, self.q_prev, self.v_prev)
-        t, frame, terrain = step.t, self.config.world_frame, self.sim.terrain
-        out = []
-        for foot in obs.feet:
-            if foot.cop is not None:
-                out.append((COP.format(foot=foot.name), messages.point_stamped(t, frame, foot.cop)))
-        if obs.zmp is not None:
-            out.append((ZMP, messages.point_stamped(t, frame, obs.zmp)))
+        terrain = self.sim.terrain
         # The support polygon is stored in the terrain plane's (t1, t2) coordinates.
         polygon = np.array([0.0, 0.0, terrain.height]) + obs.support_polygon @ terrain.R[:, :2].T
+        return VisualSample(stamp_ns(step.t), step.t, [(f.name, f.cop) for f in obs.feet],
+                            obs.zmp, polygon, step.p, step.f_world, step.active, terrain.mu,
+                            self.force_scale, terrain.normal)
+
+    def visual_fields(self) -> list[tuple[str, dict[str, Any]]]:
+        """``cop/<foot>``, ``zmp`` (while defined) and ``contact_markers`` of the last step, as
+        :mod:`~biped_contact_sim.record.messages` fields (the node writes the markers in
+        place, :class:`~.writers.MarkerWriter`)."""
+        v = self.visual_sample()
+        if v is None:
+            return []
+        frame = self.config.world_frame
+        out = [(COP.format(foot=name), messages.point_stamped(v.t, frame, cop))
+               for name, cop in v.cops if cop is not None]
+        if v.zmp is not None:
+            out.append((ZMP, messages.point_stamped(v.t, frame, v.zmp)))
         out.append((CONTACT_MARKERS, messages.contact_markers(
-            t, frame, step.p, step.f_world, step.active, [f.cop for f in obs.feet], obs.zmp,
-            polygon, mu=terrain.mu, force_scale=self.force_scale, normals=terrain.normal)))
+            v.t, frame, v.points, v.forces, v.active, [c for _, c in v.cops], v.zmp,
+            v.polygon, mu=v.mu, force_scale=v.force_scale, normals=v.normal)))
         return out
 
     def status(self) -> dict[str, Any]:

@@ -109,3 +109,149 @@ class CommandWriter:
         write_stamp(self.msg.header.stamp, stamp)
         self.msg.effort = doubles(tau)
         return self.msg
+
+
+class MarkerWriter:
+    """Writes ``contact_markers`` (the MarkerArray of
+    :func:`biped_contact_sim.record.messages.contact_markers`: force arrows, friction cones,
+    support polygon, CoP and ZMP spheres) into preallocated markers and points.
+
+    Building it as field dicts made thousands of Point objects per message (the cones: 48
+    vertices per contact point) and cost ~10–20 ms, more than the simulation of the periods in
+    between; here the markers and their points are allocated once and only coordinates,
+    stamps, actions and alphas change (a support polygon with a new vertex count reallocates
+    its points). The node test suite checks the result equals ``fill_message`` of the
+    ``messages`` fields.
+
+    Args:
+        array: the MarkerArray object.
+        marker_factory, point_factory: the Marker and Point classes.
+        frame_id: frame of every coordinate.
+        n_points: number of contact points.
+        n_cops: number of CoPs (contact bodies).
+        cones: draw the friction cones (``mu`` given to :meth:`write`).
+    """
+
+    def __init__(self, array: Any, marker_factory: Any, point_factory: Any, frame_id: str,
+                 n_points: int, n_cops: int, cones: bool = True):
+        from biped_contact_sim.record import messages as m
+
+        self.m, self.point_factory = m, point_factory
+        self.array = array
+
+        def marker(ns, marker_id, marker_type, scale, rgba, n_vertices):
+            mk = marker_factory()
+            mk.header.frame_id = str(frame_id)
+            mk.ns, mk.id, mk.type, mk.action = ns, int(marker_id), int(marker_type), m.MARKER_ADD
+            mk.pose.orientation.w = 1.0
+            write_xyz(mk.scale, scale)
+            mk.color.r, mk.color.g, mk.color.b, mk.color.a = (float(c) for c in rgba)
+            mk.frame_locked = False
+            mk.points = [point_factory() for _ in range(n_vertices)]
+            return mk
+
+        arrow = (m.ARROW_SHAFT_DIAMETER, m.ARROW_HEAD_DIAMETER, m.ARROW_HEAD_LENGTH)
+        self.forces, self.cones = [], []
+        markers = []
+        for i in range(n_points):
+            self.forces.append(marker(m.NS_FORCES, i, m.MARKER_ARROW, arrow, m.FORCE_COLOR, 2))
+            markers.append(self.forces[-1])
+            if cones:
+                self.cones.append(marker(m.NS_CONES, i, m.MARKER_TRIANGLE_LIST, (1.0, 1.0, 1.0),
+                                         m.CONE_COLOR, 3 * m.CONE_SEGMENTS))
+                markers.append(self.cones[-1])
+        self.polygon = marker(m.NS_SUPPORT_POLYGON, 0, m.MARKER_LINE_STRIP,
+                              (m.SUPPORT_POLYGON_LINE_WIDTH, 0.0, 0.0), m.SUPPORT_POLYGON_COLOR, 0)
+        markers.append(self.polygon)
+        self.cops = [marker(m.NS_COP, j, m.MARKER_SPHERE, (m.COP_DIAMETER,) * 3, m.COP_COLOR, 0)
+                     for j in range(n_cops)]
+        self.zmp = marker(m.NS_ZMP, 0, m.MARKER_SPHERE, (m.ZMP_DIAMETER,) * 3, m.ZMP_COLOR, 0)
+        markers += [*self.cops, self.zmp]
+        self.all = markers
+        array.markers = markers
+        angles = np.linspace(0.0, 2.0 * np.pi, m.CONE_SEGMENTS + 1)
+        self._cos, self._sin = np.cos(angles), np.sin(angles)
+        self._cone_cache: dict = {}
+
+    @staticmethod
+    def _points(points: list, values: np.ndarray) -> None:
+        for p, (x, y, z) in zip(points, values.tolist(), strict=True):
+            p.x, p.y, p.z = x, y, z
+
+    def _cone(self, apex: np.ndarray, normal: np.ndarray, mu: float) -> np.ndarray:
+        """Vertices of the cone's triangles, as ``messages._cone_triangles`` computes them (the
+        axis and rim directions are kept per normal and μ: the terrain's are constant)."""
+        m = self.m
+        key = (normal.tobytes(), mu)
+        if key not in self._cone_cache:
+            length = np.linalg.norm(normal)
+            if not length > 0.0:
+                raise ValueError(f"Contact normal must be a nonzero vector, got {normal}")
+            axis = normal / length
+            helper = (np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9
+                      else np.array([0.0, 1.0, 0.0]))
+            u = np.cross(axis, helper)
+            u /= np.linalg.norm(u)
+            v = np.cross(axis, u)
+            radius = mu * m.CONE_HEIGHT
+            self._cone_cache[key] = (m.CONE_HEIGHT * axis,
+                                     radius * (self._cos[:, None] * u + self._sin[:, None] * v))
+        height, radial = self._cone_cache[key]
+        rim = (apex + height) + radial
+        tri = np.empty((m.CONE_SEGMENTS, 3, 3))
+        tri[:, 0], tri[:, 1], tri[:, 2] = apex, rim[:-1], rim[1:]
+        return tri.reshape(-1, 3)
+
+    def _sphere(self, mk: Any, center: np.ndarray | None, diameter: float, rgba) -> None:
+        m = self.m
+        if center is None:  # DELETE, with the fields messages._marker gives a DELETE
+            mk.action = m.MARKER_DELETE
+            write_xyz(mk.pose.position, (0.0, 0.0, 0.0))
+            write_xyz(mk.scale, (1.0, 1.0, 1.0))
+            mk.color.r = mk.color.g = mk.color.b = mk.color.a = 0.0
+        else:
+            mk.action = m.MARKER_ADD
+            write_xyz(mk.pose.position, np.asarray(center, dtype=float).reshape(3))
+            write_xyz(mk.scale, (diameter,) * 3)
+            mk.color.r, mk.color.g, mk.color.b, mk.color.a = (float(c) for c in rgba)
+
+    def write(self, stamp: int, points: np.ndarray, forces: np.ndarray, active: np.ndarray,
+              cops: list, zmp: np.ndarray | None, support_polygon: np.ndarray,
+              mu: float | None, force_scale: float, normals: np.ndarray | None) -> Any:
+        """The markers of ``messages.contact_markers`` (same arguments, stamp in ns)."""
+        m = self.m
+        points = np.asarray(points, dtype=float).reshape(-1, 3)
+        forces = np.asarray(forces, dtype=float).reshape(-1, 3)
+        active = np.asarray(active, dtype=bool).reshape(-1)
+        normals = np.broadcast_to(np.asarray((0.0, 0.0, 1.0) if normals is None else normals,
+                                             dtype=float), (len(points), 3))
+        for mk in self.all:
+            write_stamp(mk.header.stamp, stamp)
+        tips = points + force_scale * forces
+        for i, mk in enumerate(self.forces):
+            self._points(mk.points, np.stack([points[i], tips[i]]))
+            mk.color.a = float(m.FORCE_COLOR[3]) if active[i] else 0.0
+        if mu is not None:
+            for i, mk in enumerate(self.cones):
+                self._points(mk.points, self._cone(points[i], normals[i], float(mu)))
+                mk.color.a = float(m.CONE_COLOR[3]) if active[i] else 0.0
+        vertices = np.asarray(support_polygon, dtype=float).reshape(-1, 3)
+        poly = self.polygon
+        if len(vertices):
+            closed = np.vstack([vertices, vertices[:1]])
+            if len(poly.points) != len(closed):
+                poly.points = [self.point_factory() for _ in range(len(closed))]
+            self._points(poly.points, closed)
+            poly.action = m.MARKER_ADD
+            write_xyz(poly.scale, (m.SUPPORT_POLYGON_LINE_WIDTH, 0.0, 0.0))
+            poly.color.r, poly.color.g, poly.color.b, poly.color.a = (
+                float(c) for c in m.SUPPORT_POLYGON_COLOR)
+        else:
+            poly.action = m.MARKER_DELETE
+            poly.points = []
+            write_xyz(poly.scale, (1.0, 1.0, 1.0))
+            poly.color.r = poly.color.g = poly.color.b = poly.color.a = 0.0
+        for mk, cop in zip(self.cops, cops, strict=True):
+            self._sphere(mk, cop, m.COP_DIAMETER, m.COP_COLOR)
+        self._sphere(self.zmp, zmp, m.ZMP_DIAMETER, m.ZMP_COLOR)
+        return self.array

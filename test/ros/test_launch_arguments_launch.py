@@ -1,0 +1,52 @@
+"""Every launch argument of sim.launch.py reaches its node: each is given a value other than
+its default and read back from the node's parameters (they used to be silently overridden by
+the params files' node sections)."""
+
+import unittest
+
+import launch_testing
+import launch_testing.actions
+import launch_testing.asserts
+import pytest
+from checks import check_parameters_reach_the_node
+from launch_common import ProbeTestCase, include
+
+import launch
+
+ARGUMENTS = {  # every argument of sim.launch.py, none at its default
+    "robot": "planar_biped", "scenario": "planar_walk", "contact_model": "gauss_seidel",
+    "controller": "ctc", "behavior": "planar_walk", "rviz": "false", "lockstep": "false",
+    "real_time_factor": "0.5", "use_sim_time": "false",
+}
+EXPECTED = {
+    "simulator": {"robot_config": "planar_biped", "scenario": "planar_walk",
+                  "contact_model": "gauss_seidel", "lockstep": False, "real_time_factor": 0.5},
+    "controller": {"robot_config": "planar_biped", "controller": "ctc",
+                   "behavior": "planar_walk"},
+    "robot_state_publisher": {"use_sim_time": False},
+}
+
+
+@pytest.mark.launch_test
+def generate_test_description():
+    return launch.LaunchDescription([include("sim.launch.py", **ARGUMENTS),
+                                     launch_testing.actions.ReadyToTest()])
+
+
+class TestLaunchArguments(ProbeTestCase):
+
+    def test_each_argument_reaches_its_node(self):
+        names = self.probe.node.get_node_names
+        self.assertTrue(self.probe.spin_until(
+            lambda: {"simulator", "controller", "robot_state_publisher"} <= set(names()), 120.0),
+            names())
+        self.assertNotIn("rviz2", names())  # rviz:=false
+        for node, expected in EXPECTED.items():
+            check_parameters_reach_the_node(self.probe, node, expected)
+
+
+@launch_testing.post_shutdown_test()
+class TestShutdown(unittest.TestCase):
+
+    def test_every_process_exits_cleanly(self, proc_info):
+        launch_testing.asserts.assertExitCodes(proc_info)
