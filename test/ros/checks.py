@@ -190,6 +190,12 @@ def check_standing_wrenches_carry_the_weight(rec: Recorder, mass: float,
 # --------------------------------------------------------------------------------- commands
 
 
+def wait_for_the_loop(probe: Probe, timeout: float = 600.0) -> None:
+    """Wait until the controller answers (start-up: imports, its first build)."""
+    commands = probe.record("joint_torque_cmd", JointState)
+    assert probe.spin_until(lambda: commands, timeout), "the controller does not answer"
+
+
 def check_bad_commands_are_rejected(rec: Recorder, joint_names: list[str]) -> None:
     """Unknown joint, NaN effort, a missing joint: each rejected (counted in /diagnostics), none
     applied, and the node keeps publishing."""
@@ -480,7 +486,7 @@ def check_every_contact_model_runs(rec: Recorder, models: list[str]) -> dict[str
         (result,) = probe.set_parameters("simulator", contact_model=model)
         assert result.successful, result.reason
         switched = time.monotonic()
-        _, _, values = latest_status(probe, SIM_STATUS_NAME, switched, 30.0,
+        _, _, values = latest_status(probe, SIM_STATUS_NAME, switched, 300.0,
                                      lambda lv, m, v, model=model: v["contact_model"] == model)
         assert values["diverged"] == "", values["diverged"]
         first = rec.latest_stamp()

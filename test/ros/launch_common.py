@@ -7,6 +7,7 @@ import os
 import unittest
 
 from ament_index_python.packages import get_package_share_directory
+from checks import wait_for_the_loop
 from harness import LOCALHOST, PACKAGE, Probe
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
@@ -45,15 +46,19 @@ def node(kind: str, **parameters) -> Node:
 
 class ProbeTestCase(unittest.TestCase):
     """A fresh probe node per test (in the environment's ROS domain); with ``RESET`` the
-    simulator is reset first, so that no test depends on what an earlier one did."""
+    simulator is reset first, so that no test depends on what an earlier one did; with
+    ``CLOSED_LOOP`` the test starts once the controller answers."""
 
     RESET = False
+    CLOSED_LOOP = False  # wait for the controller's first command (its start-up) first
 
     def setUp(self):
         self.probe = Probe(None, name=f"probe_{self._testMethodName}"[:60])
         if self.RESET:
-            response = self.probe.call(Trigger, "/simulator/reset", Trigger.Request(), 120.0)
+            response = self.probe.call(Trigger, "/simulator/reset", Trigger.Request(), 300.0)
             self.assertTrue(response is not None and response.success)
+        if self.CLOSED_LOOP:
+            wait_for_the_loop(self.probe)
 
     def tearDown(self):
         self.probe.close()

@@ -33,6 +33,7 @@ def generate_test_description():
 class TestDefaultDemo(ProbeTestCase):
 
     RESET = True
+    CLOSED_LOOP = True
 
     def test_contract_topics_at_their_rates_with_the_robot_standing(self):
         rec = Recorder(self.probe)
