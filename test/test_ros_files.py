@@ -38,8 +38,9 @@ def test_rviz_config_shows_the_contact_topics():
     assert "rviz_default_plugins/RobotModel" in by_class
     assert "rviz_default_plugins/TF" in by_class
     assert by_class["rviz_default_plugins/MarkerArray"] == ["/contact_markers"]
-    assert sorted(by_class["rviz_default_plugins/Wrench"]) == [
-        "/contact_wrench/left_foot", "/contact_wrench/right_foot"]
+    assert sorted(by_class["rviz_default_plugins/Wrench"]) == [  # the humanoid's hands too
+        "/contact_wrench/left_foot", "/contact_wrench/left_hand",
+        "/contact_wrench/right_foot", "/contact_wrench/right_hand"]
     assert sorted(by_class["rviz_default_plugins/PointStamped"]) == [
         "/cop/left_foot", "/cop/right_foot", "/zmp"]
 

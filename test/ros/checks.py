@@ -67,18 +67,20 @@ def latest_status(probe: Probe, name: str, after: float, timeout: float,
 
 @dataclass
 class Recorder:
-    """The probe subscribed to the simulator's topics."""
+    """The probe subscribed to the simulator's topics (``bodies``: the robot's contact bodies,
+    the biped's feet by default)."""
 
     probe: Probe
+    bodies: tuple[str, ...] = FEET
 
     def __post_init__(self):
         p = self.probe
         p.record("joint_states", JointState, depth=1000)
         p.record("odom", Odometry, depth=1000)
         p.record("/clock", Clock, depth=1000)
-        for foot in FEET:
-            p.record(f"contact_wrench/{foot}", WrenchStamped, depth=1000)
-            p.record(f"cop/{foot}", PointStamped)
+        for body in self.bodies:
+            p.record(f"contact_wrench/{body}", WrenchStamped, depth=1000)
+            p.record(f"cop/{body}", PointStamped)
         p.record("zmp", PointStamped)
         p.record("contact_markers", MarkerArray)
         p.record("/diagnostics", DiagnosticArray)
@@ -415,12 +417,13 @@ def check_closed_loop(probe: Probe, duration: float, min_height: float,
 # --------------------------------------------------------------------------------- hardware swap
 
 
-def record_stream(periods: int = 300) -> list:
+def record_stream(periods: int = 300, robot: str = "biped3d") -> list:
     """The messages a simulator publishes over ``periods`` control periods of a PD stand,
     computed in-process: the recorded 'hardware' stream."""
     from biped_contact_sim.ros import params, sim_session
 
-    config = params.sim_config({"real_time_factor": 0.0, "lockstep": True})
+    config = params.sim_config({"real_time_factor": 0.0, "lockstep": True,
+                                "robot_config": robot})
     session = sim_session.SimSession(sim_session.build_world(config), config)
     robot = session.robot
     stream = []
@@ -478,11 +481,15 @@ def check_controller_answers_a_recorded_stream(probe: Probe, joint_names: list[s
 
 def check_every_contact_model_runs(rec: Recorder, models: list[str]) -> dict[str, float]:
     """Switched to each contact model in turn at run time, the simulator keeps publishing
-    states and reports the model. Returns the simulated seconds each ran for ~1 s of wall."""
+    states and reports the model. Each model starts from ~/reset (t = 0): without a controller
+    the biped falls and diverges after ~2 simulated seconds, which a slow switch (a model's
+    first use loads its compiled kernels) must not reach. Returns the simulated seconds each
+    ran for ~1 s of wall."""
     probe = rec.probe
     js = probe.received["joint_states"]
     out = {}
     for model in models:
+        assert probe.call(Trigger, "/simulator/reset", Trigger.Request()).success
         (result,) = probe.set_parameters("simulator", contact_model=model)
         assert result.successful, result.reason
         switched = time.monotonic()
@@ -494,3 +501,76 @@ def check_every_contact_model_runs(rec: Recorder, models: list[str]) -> dict[str
         probe.spin_for(1.0)
         out[model] = (stamp_ns(js[-1]) - first) / NS
     return out
+
+
+# --------------------------------------------------------------------------------- contact bodies
+
+
+def check_a_wrench_of_every_contact_body_every_period(
+        rec: Recorder, frames: dict[str, str], grounded: tuple[str, ...], periods: int = 60
+) -> tuple[dict[str, float], dict[str, set[int]]]:
+    """The simulator in lockstep, the probe its PD controller for ``periods`` periods:
+    ``contact_wrench/<body>`` of every contact body (``frames``: body → its frame) carries
+    every period's stamp, in the body's frame; the ``grounded`` bodies push (f_z > 0), the
+    others are in the air and their wrench is exactly zero; ``contact_markers`` has a force
+    arrow per contact point of every body and a CoP marker per body. Returns the mean f_z of
+    each body and the marker ids of the last contact_markers by namespace."""
+    probe = rec.probe
+    states = run_lockstep_controller(probe, periods)
+    # The first few states may precede the discovery of the probe's wrench subscriptions (the
+    # simulator publishes only to subscribers); after them every period's wrench must come.
+    wanted = [s for s, _, _ in states[10:]]
+    mean_fz = {}
+    for body, frame in frames.items():
+        msgs = {stamp_ns(m): m for m in probe.received[f"contact_wrench/{body}"]}
+        missing = [s for s in wanted if s not in msgs]
+        assert not missing, f"contact_wrench/{body}: no message for stamps {missing[:5]}"
+        got = [msgs[s] for s in wanted]
+        assert all(m.header.frame_id == frame for m in got), (body, got[-1].header.frame_id)
+        fz = [m.wrench.force.z for m in got]
+        if body in grounded:
+            assert min(fz) > 0.0, f"{body} does not push on the ground: f_z = {min(fz)}"
+        else:
+            for m in got:
+                f, t = m.wrench.force, m.wrench.torque
+                assert (f.x, f.y, f.z, t.x, t.y, t.z) == (0.0,) * 6, (body, m.wrench)
+        mean_fz[body] = float(np.mean(fz))
+    markers = probe.received["contact_markers"]
+    assert probe.spin_until(lambda: markers, 30.0), "no contact_markers"
+    by_ns: dict[str, set[int]] = {}
+    for marker in markers[-1].markers:
+        by_ns.setdefault(marker.ns, set()).add(marker.id)
+    return mean_fz, by_ns
+
+
+def check_controller_waits_for_every_contact_wrench(probe: Probe, robot: str,
+                                                     bodies: list[str]) -> int:
+    """The controller (sync exact) reads ``contact_wrench/<body>`` of every contact body: given
+    one period's joint_states, odom and the wrenches of all bodies but the last, it reports
+    that wrench missing in /diagnostics and does not answer; given that wrench too, it answers
+    with a command stamped with the period's stamp. Returns that stamp."""
+    from biped_contact_sim.record.messages import fill_message
+
+    types = {"joint_states": JointState, "odom": Odometry}
+    types.update({f"contact_wrench/{b}": WrenchStamped for b in bodies})
+    pubs = {t: probe.publisher(t, m) for t, m in types.items()}
+    commands = probe.record("joint_torque_cmd", JointState, depth=100)
+    probe.record("/diagnostics", DiagnosticArray)
+    for pub in pubs.values():
+        assert probe.wait_for_subscribers(pub, 300.0)
+    fields = dict(record_stream(1, robot)[0])
+    msgs = {t: fill_message(types[t](), fields[t]) for t in types}
+    stamp = stamp_ns(msgs["joint_states"])
+    last = f"contact_wrench/{bodies[-1]}"
+    sent = time.monotonic()
+    for topic, msg in msgs.items():
+        if topic != last:
+            pubs[topic].publish(msg)
+    latest_status(probe, CONTROLLER_STATUS_NAME, sent, 300.0,
+                  lambda lv, m, v: v["missing"] == last)
+    probe.spin_for(0.5)
+    assert not commands, "the controller answered without the last contact body's wrench"
+    pubs[last].publish(msgs[last])
+    assert probe.spin_until(lambda: commands, 600.0), "no command after the last wrench"
+    assert stamp_ns(commands[-1]) == stamp
+    return stamp
