@@ -4,14 +4,16 @@ Reads only ``joint_states``, ``odom`` and ``contact_wrench/<foot>`` (so a hardwa
 replace the simulator) and publishes ``joint_torque_cmd`` plus its diagnostics. Wiring only:
 :class:`~biped_contact_sim.ros.controller_session.MeasurementAssembler` turns the messages into
 pinocchio ``q``, ``v`` and sole wrenches, :class:`~biped_contact_sim.ros.controller_session.
-ControllerSession` runs the controller; the command is written in place
-(:class:`~biped_contact_sim.ros.writers.CommandWriter`). The node spins with
+ControllerSession` runs the controller; the inputs are read from, and the command written as,
+serialized messages (:mod:`~biped_contact_sim.ros.cdr`,
+:class:`~biped_contact_sim.ros.writers.CommandWriter`). The node spins with
 :class:`~biped_contact_sim.ros.node_common.NodeLoop`: with ``sync`` exact it computes as soon as
 a measurement is complete, with ``sync`` latest every ``control_period`` of wall time.
 """
 
 from __future__ import annotations
 
+import struct
 import sys
 import time
 
@@ -23,7 +25,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from biped_contact_sim.record.messages import fill_message
-from biped_contact_sim.ros import controller_session, params, robot_source, topics
+from biped_contact_sim.ros import cdr, controller_session, params, robot_source, topics
 from biped_contact_sim.ros.node_common import (
     NodeLoop,
     declare,
@@ -70,13 +72,16 @@ class ControllerNode(Node):
         self.pubs = {topic: self.create_publisher(msg_type, topic, QOS_DEPTH)
                      for topic, msg_type in self.msg_types.items()}
         self.command_pub = self.pubs[topics.JOINT_TORQUE_CMD]
-        self.command = CommandWriter(JointState(), self.robot.actuated_joint_names)
-        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_states, QOS_DEPTH)
-        self.create_subscription(Odometry, topics.ODOM, self.on_odom, QOS_DEPTH)
+        self.command = CommandWriter(self.robot.actuated_joint_names)
+        # The per-period inputs as serialized bytes, read by cdr.py (no message objects).
+        self.joint_state_reader = cdr.JointStateReader()
+        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_states, QOS_DEPTH,
+                                 raw=True)
+        self.create_subscription(Odometry, topics.ODOM, self.on_odom, QOS_DEPTH, raw=True)
         for body in self.robot.contact_bodies:
             self.create_subscription(
                 WrenchStamped, topics.CONTACT_WRENCH.format(foot=body.name),
-                lambda msg, foot=body.name: self.on_wrench(foot, msg), QOS_DEPTH)
+                lambda data, foot=body.name: self.on_wrench(foot, data), QOS_DEPTH, raw=True)
         now = time.perf_counter()
         self.next_cycle = now
         self.next_diagnostics = now
@@ -95,22 +100,32 @@ class ControllerNode(Node):
                                     throttle_duration_sec=REJECT_LOG_PERIOD)
 
     # ------------------------------------------------------------------ inputs
-    def on_joint_states(self, msg: JointState) -> None:
-        self.rejected(self.assembler.joint_state(self.stamp(msg), msg.name, msg.position,
-                                                 msg.velocity))
+    def read(self, topic: str, reader, data: bytes):
+        """``reader(data)``, or None (the message logged as ignored) when it cannot be read."""
+        try:
+            return reader(data)
+        except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
+            self.rejected(f"{topic} could not be read: {exc}")
+            return None
 
-    def on_odom(self, msg: Odometry) -> None:
-        pose, twist = msg.pose.pose, msg.twist.twist
-        p, o = pose.position, pose.orientation
-        self.rejected(self.assembler.odometry(
-            self.stamp(msg), (p.x, p.y, p.z), (o.x, o.y, o.z, o.w),
-            (twist.linear.x, twist.linear.y, twist.linear.z),
-            (twist.angular.x, twist.angular.y, twist.angular.z)))
+    def on_joint_states(self, data: bytes) -> None:
+        got = self.read(topics.JOINT_STATES, self.joint_state_reader.read, data)
+        if got is not None:
+            stamp, names, position, velocity, _ = got
+            self.rejected(self.assembler.joint_state(stamp, names, position, velocity))
 
-    def on_wrench(self, foot: str, msg: WrenchStamped) -> None:
-        f, t = msg.wrench.force, msg.wrench.torque
-        self.rejected(self.assembler.wrench(foot, self.stamp(msg), (f.x, f.y, f.z),
-                                            (t.x, t.y, t.z)))
+    def on_odom(self, data: bytes) -> None:
+        got = self.read(topics.ODOM, cdr.read_odometry, data)
+        if got is not None:
+            stamp, pose, twist = got
+            self.rejected(self.assembler.odometry(stamp, pose[:3], pose[3:], twist[:3],
+                                                  twist[3:]))
+
+    def on_wrench(self, foot: str, data: bytes) -> None:
+        got = self.read(f"contact_wrench/{foot}", cdr.read_wrench_stamped, data)
+        if got is not None:
+            stamp, wrench = got
+            self.rejected(self.assembler.wrench(foot, stamp, wrench[:3], wrench[3:]))
 
     # ------------------------------------------------------------------ outputs
     def publish(self, topic: str, fields: dict) -> None:

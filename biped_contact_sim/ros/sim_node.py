@@ -3,7 +3,7 @@
 Wiring only: parameters, publishers, the command subscription and the services are connected
 to :class:`biped_contact_sim.ros.sim_session.SimSession`, which holds every decision
 (validation, lockstep, late commands, pacing, contact-model switch). The measurement topics are
-written in place by :class:`~biped_contact_sim.ros.writers.StateWriter`; the other topics come
+serialized by :class:`~biped_contact_sim.ros.writers.StateWriter`; the other topics come
 from :mod:`biped_contact_sim.record.messages` fields. The node spins with
 :class:`~biped_contact_sim.ros.node_common.NodeLoop`: after each wait it runs the control
 periods that are due, publishes the state after each, and the visual topics and diagnostics at
@@ -12,6 +12,7 @@ their wall-clock rates. Topics, parameters and diagnostics: README "With ROS 2".
 
 from __future__ import annotations
 
+import struct
 import sys
 import time
 
@@ -29,7 +30,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.record import messages
 from biped_contact_sim.record.messages import fill_message
-from biped_contact_sim.ros import params, sim_session, topics
+from biped_contact_sim.ros import cdr, params, sim_session, topics
 from biped_contact_sim.ros.node_common import (
     NodeLoop,
     declare,
@@ -88,20 +89,18 @@ class SimulatorNode(Node):
                      for topic, msg_type in self.msg_types.items()}
         self.point_topics = [topics.ZMP, *(topics.COP.format(foot=b.name)
                                            for b in robot.contact_bodies)]
-        # Measurement messages: allocated once, written in place every period (ros/writers.py).
-        self.state_msgs = [(topics.CLOCK, Clock()), (topics.JOINT_STATES, JointState()),
-                           (topics.ODOM, Odometry())]
-        self.state_msgs += [(topic, WrenchStamped()) for topic in wrench_topics]
-        msgs = [m for _, m in self.state_msgs]
-        self.writer = StateWriter(msgs[0], msgs[1], msgs[2], msgs[3:],
-                                  robot.actuated_joint_names, self.config.world_frame,
+        # Measurement messages: serialized into buffers allocated once (ros/writers.py, cdr.py).
+        self.writer = StateWriter(robot.actuated_joint_names, self.config.world_frame,
                                   robot.base_link, [b.frame for b in robot.contact_bodies])
-        self.state_pubs = [(self.pubs[topic], msg) for topic, msg in self.state_msgs]
+        self.state_pubs = [self.pubs[topic] for topic in
+                           (topics.CLOCK, topics.JOINT_STATES, topics.ODOM, *wrench_topics)]
+        self.command_reader = cdr.JointStateReader()
         self.markers = MarkerWriter(MarkerArray(), Marker, Point, self.config.world_frame,
                                     robot.n_points, len(robot.contact_bodies))
         self.tf = optional_tf_broadcaster(self)
 
-        self.create_subscription(JointState, topics.JOINT_TORQUE_CMD, self.on_command, QOS_DEPTH)
+        self.create_subscription(JointState, topics.JOINT_TORQUE_CMD, self.on_command, QOS_DEPTH,
+                                 raw=True)
         self.create_service(Trigger, "~/reset", self.on_reset)
         self.create_service(SetBool, "~/pause", self.on_pause)
         self.add_on_set_parameters_callback(self.on_set_parameters)
@@ -123,10 +122,10 @@ class SimulatorNode(Node):
 
     def publish_state(self) -> None:
         """The measurement topics of the state now (to the topics someone subscribes to)."""
-        self.writer.write(self.session.sample())
-        for pub, msg in self.state_pubs:
+        for pub, data in zip(self.state_pubs, self.writer.write(self.session.sample()),
+                             strict=True):
             if pub.get_subscription_count():
-                pub.publish(msg)
+                pub.publish(data)
         self.last_publish = time.perf_counter()
 
     def publish_markers(self) -> None:
@@ -195,9 +194,13 @@ class SimulatorNode(Node):
         return min(wake)
 
     # ------------------------------------------------------------------ callbacks
-    def on_command(self, msg: JointState) -> None:
-        stamp = topics.ns_from_stamp(msg.header.stamp.sec, msg.header.stamp.nanosec)
-        reason = self.session.command(stamp, msg.name, msg.effort)
+    def on_command(self, data: bytes) -> None:
+        """A serialized ``joint_torque_cmd`` (raw subscription: read by cdr.py)."""
+        try:
+            stamp, names, _, _, effort = self.command_reader.read(data)
+            reason = self.session.command(stamp, names, effort)
+        except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
+            reason = f"joint_torque_cmd could not be read: {exc}"
         if reason is not None:
             self.get_logger().error(f"Rejected joint_torque_cmd: {reason}",
                                     throttle_duration_sec=REJECT_LOG_PERIOD)

@@ -311,14 +311,16 @@ def check_pause_and_reset(rec: Recorder) -> None:
 
 def check_divergence_is_reported_and_the_node_stays_up(rec: Recorder) -> str:
     """A diverging simulation stops with an ERROR status naming the divergence; the node keeps
-    serving: ~/reset starts it again. Returns the status message."""
+    serving: ~/reset publishes the initial state (t = 0) again. Returns the status message."""
     probe = rec.probe
     level, message, values = latest_status(probe, SIM_STATUS_NAME, time.monotonic(), 600.0,
                                            lambda lv, m, v: v["diverged"] != "")
     assert level == 2 and message.startswith("diverged:"), (level, message)
-    assert probe.call(Trigger, "/simulator/reset", Trigger.Request()).success
     reset = time.monotonic()
-    latest_status(probe, SIM_STATUS_NAME, reset, 30.0, lambda lv, m, v: v["diverged"] == "")
+    assert probe.call(Trigger, "/simulator/reset", Trigger.Request()).success
+    assert probe.spin_until(lambda: any(stamp_ns(m) == 0 for m in
+                                        probe.since("joint_states", reset)), 30.0), \
+        "no state of t = 0 after ~/reset"
     return message
 
 
@@ -496,6 +498,7 @@ def check_every_contact_model_runs(rec: Recorder, models: list[str]) -> dict[str
         _, _, values = latest_status(probe, SIM_STATUS_NAME, switched, 300.0,
                                      lambda lv, m, v, model=model: v["contact_model"] == model)
         assert values["diverged"] == "", values["diverged"]
+        probe.spin_for(0.3)  # states sent before the reset arrive first
         first = rec.latest_stamp()
         assert probe.spin_until(lambda first=first: stamp_ns(js[-1]) > first, 30.0), model
         probe.spin_for(1.0)

@@ -1,18 +1,20 @@
-"""The in-place message writers of the nodes (biped_contact_sim/ros/writers.py) produce the
-messages ``fill_message`` makes from the recorder's field builders (record/messages.py): one
-conversion, two ways of filling the real rclpy message classes."""
+"""The message writers of the nodes (biped_contact_sim/ros/writers.py: serialized CDR for the
+per-period messages, in place for the markers) produce the messages ``fill_message`` makes from
+the recorder's field builders (record/messages.py), as rclpy reads them back; the CDR readers
+(ros/cdr.py) read what rclpy serializes."""
 
 import numpy as np
 import pytest
 from geometry_msgs.msg import Point, WrenchStamped
 from nav_msgs.msg import Odometry
+from rclpy.serialization import deserialize_message, serialize_message
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker, MarkerArray
 
 from biped_contact_sim.record import messages
 from biped_contact_sim.record.messages import fill_message
-from biped_contact_sim.ros import params, sim_session
+from biped_contact_sim.ros import cdr, params, sim_session
 from biped_contact_sim.ros.writers import CommandWriter, MarkerWriter, StateWriter
 
 
@@ -53,30 +55,79 @@ def session():
 
 
 def test_state_writer_equals_the_message_fields(session):
+    """The serialized messages, read back by rclpy, are the messages of the fields."""
     robot = session.robot
-    clock, js, odom = Clock(), JointState(), Odometry()
-    wrenches = [WrenchStamped() for _ in robot.contact_bodies]
-    writer = StateWriter(clock, js, odom, wrenches, robot.actuated_joint_names, "world",
-                         robot.base_link, [b.frame for b in robot.contact_bodies])
-    writer.write(session.sample())
+    writer = StateWriter(robot.actuated_joint_names, "world", robot.base_link,
+                         [b.frame for b in robot.contact_bodies])
+    data = writer.write(session.sample())
+    types = [Clock, JointState, Odometry] + [WrenchStamped] * len(robot.contact_bodies)
+    topics = ["/clock", "joint_states", "odom"] + [f"contact_wrench/{b.name}"
+                                                   for b in robot.contact_bodies]
     expected = dict(session.measurement_fields())
-    written = {"/clock": clock, "joint_states": js, "odom": odom}
-    written.update({f"contact_wrench/{b.name}": w
-                    for b, w in zip(robot.contact_bodies, wrenches, strict=True)})
-    assert written.keys() == expected.keys()
-    for topic, msg in written.items():
-        reference = fill_message(type(msg)(), expected[topic])
-        assert_same(as_data(msg), as_data(reference), topic)
+    assert set(topics) == expected.keys()
+    for topic, msg_type, raw in zip(topics, types, data, strict=True):
+        reference = fill_message(msg_type(), expected[topic])
+        assert_same(as_data(deserialize_message(raw, msg_type)), as_data(reference), topic)
 
 
 def test_command_writer_equals_the_message_fields():
     names = [f"j{k}" for k in range(5)]
     tau = np.linspace(-3.0, 4.0, 5)
     stamp = 1_700_000_123_456_789_012
-    msg = CommandWriter(JointState(), names).write(stamp, tau)
+    raw = CommandWriter(names).write(stamp, tau)
     fields = messages.joint_state(0.0, names, None, None, tau)
     fields["header"]["stamp"] = {"sec": stamp // 10**9, "nanosec": stamp % 10**9}
-    assert_same(as_data(msg), as_data(fill_message(JointState(), fields)))
+    assert_same(as_data(deserialize_message(raw, JointState)),
+                as_data(fill_message(JointState(), fields)))
+
+
+def random_joint_state(rng, names, frame):
+    n = len(names)
+    msg = JointState(name=names, position=list(rng.normal(size=n)),
+                     velocity=list(rng.normal(size=n)), effort=list(rng.normal(size=n)))
+    msg.header.frame_id = frame
+    msg.header.stamp.sec, msg.header.stamp.nanosec = 1234, 567_890_123
+    return msg
+
+
+@pytest.mark.parametrize(("names", "frame"), [
+    (["a", "bb", "ccc", "dddd", "é"], ""), (["gripper", "l_knee"], "base_link_xyz"),
+    ([], "x"), (["only"], "")])
+def test_joint_state_reader_reads_what_rclpy_serializes(names, frame):
+    """Names and frames of every length (each alignment of the float64 sequences)."""
+    rng = np.random.default_rng(len(names) * 7 + len(frame))
+    reader = cdr.JointStateReader()
+    for _ in range(2):  # the second read reuses the decoded names
+        msg = random_joint_state(rng, names, frame)
+        stamp, got_names, q, v, e = reader.read(serialize_message(msg))
+        assert stamp == 1234 * 10**9 + 567_890_123 and got_names == names
+        assert list(q) == list(msg.position) and list(v) == list(msg.velocity)
+        assert list(e) == list(msg.effort)
+
+
+@pytest.mark.parametrize(("frame", "child"), [("world", "base_link"), ("", "b"), ("odom", "")])
+def test_odometry_and_wrench_readers_read_what_rclpy_serializes(frame, child):
+    rng = np.random.default_rng(len(frame) + 3 * len(child))
+    odom = Odometry(child_frame_id=child)
+    odom.header.frame_id = frame
+    odom.header.stamp.sec = 7
+    odom.pose.covariance = list(rng.normal(size=36))  # not read: must not shift the twist
+    values = rng.normal(size=13)
+    p, o = odom.pose.pose.position, odom.pose.pose.orientation
+    p.x, p.y, p.z, o.x, o.y, o.z, o.w = (float(x) for x in values[:7])
+    t = odom.twist.twist
+    t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z = (
+        float(x) for x in values[7:])
+    stamp, pose, twist = cdr.read_odometry(serialize_message(odom))
+    assert stamp == 7 * 10**9
+    assert list(pose) == list(values[:7]) and list(twist) == list(values[7:])
+    wrench = WrenchStamped()
+    wrench.header.frame_id = child
+    wrench.header.stamp.nanosec = 99
+    f, m = wrench.wrench.force, wrench.wrench.torque
+    f.x, f.y, f.z, m.x, m.y, m.z = (float(x) for x in values[7:])
+    stamp, w = cdr.read_wrench_stamped(serialize_message(wrench))
+    assert stamp == 99 and list(w) == list(values[7:])
 
 
 @pytest.mark.parametrize("case", ["standing", "one foot, no zmp", "no contact"])
