@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--integrator", default="semi_implicit_euler", metavar="NAME",
                        help=f"one of {', '.join(INTEGRATOR_NAMES)} (default semi_implicit_euler)")
     p_run.add_argument("--record-rate", type=float, metavar="HZ",
-                       help="recorded samples per simulated second (default 1000, or every "
+                       help="recorded samples per simulated second (default 200, or every "
                             "step when dt is finer than 1 ms)")
     p_run.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
                        help=f"refuse runs of more physics steps (default {DEFAULT_MAX_STEPS})")
@@ -313,10 +313,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / f"{args.scenario}-{model}"
     prepare_out_dir(out)  # a bad --out fails now, not after the run
     progress.note("loading the robot, the contact model and the controller...")
-    from biped_contact_sim.cli.runner import PROGRESS_CHUNK, Run
+    from biped_contact_sim.cli.runner import PROGRESS_CHUNK, RUN_RECORD_RATE, Run
 
     session = Run(args.scenario, args.contact_model, args.controller, args.duration, args.dt,
-                  args.integrator, sets, args.record_rate)
+                  args.integrator, sets, args.record_rate, default_record_rate=RUN_RECORD_RATE)
     if session.n_steps > args.max_steps:
         raise ConfigError(f"{session.n_steps} steps (duration {session.result.duration:g} s / "
                           f"dt {session.sim.dt:g} s) exceed the limit of {args.max_steps}; "
@@ -361,6 +361,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  {key:24s} {_fmt(summary[key])}")
     for key, value in summary["metrics"].items():
         print(f"  {key:24s} {_fmt(value)}")
+    energy = summary["energy_balance"]
+    if energy:  # Σ work − ΔE = dissipated (runner.energy_balance); created energy is a warning
+        print(f"  {'energy_dissipated_J':24s} {_fmt(energy['dissipated_J'])}  (work of torques "
+              f"{_fmt(energy['work_torques_J'])}, external {_fmt(energy['work_external_J'])}, "
+              f"ΔE {_fmt(energy['delta_energy_J'])})")
     print(f"  {'outcome':24s} {summary['outcome']}")
     for warning in summary["warnings"]:  # solver events, energy created (runner)
         if warning != result.error:

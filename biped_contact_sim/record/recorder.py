@@ -428,18 +428,17 @@ def frame_transforms(model: pin.Model, data: pin.Data, edges: list[tuple[int, in
     stamp = messages.stamp(t)
     frames = model.frames
     out = []
+    oMf = data.oMf
     for parent, child, _ in edges:
-        oMc = data.oMf[child]
-        pMc = oMc if parent == 0 else data.oMf[parent].actInv(oMc)
-        p = pMc.translation
-        x, y, z, w = pin.Quaternion(pMc.rotation).coeffs()
+        oMc = oMf[child]
+        # one pinocchio call for translation and quaternion (x, y, z, qx, qy, qz, qw)
+        x = pin.SE3ToXYZQUAT(oMc if parent == 0 else oMf[parent].actInv(oMc)).tolist()
         out.append({
             "header": {"stamp": stamp,
                        "frame_id": WORLD_FRAME if parent == 0 else frames[parent].name},
             "child_frame_id": frames[child].name,
-            "transform": {"translation": {"x": float(p[0]), "y": float(p[1]), "z": float(p[2])},
-                          "rotation": {"x": float(x), "y": float(y), "z": float(z),
-                                       "w": float(w)}},
+            "transform": {"translation": {"x": x[0], "y": x[1], "z": x[2]},
+                          "rotation": {"x": x[3], "y": x[4], "z": x[5], "w": x[6]}},
         })
     return out
 
