@@ -33,6 +33,9 @@ def test_bench_smoke_writes_ratios_for_every_model_and_closed_loop(tmp_path, cap
     for row in bench["closed_loop"]:
         assert row["error"] is None
         assert row["ratio_to_peer"] > 0 and row["real_time_factor"] > 0
+        shares = row["time_shares"]  # where the loop's time goes: step, control, the rest
+        assert set(shares) == {"step", "control", "observers"}
+        assert sum(shares.values()) == pytest.approx(1.0) and min(shares.values()) >= 0.0
     assert "× MuJoCo" in capsys.readouterr().out
 
 

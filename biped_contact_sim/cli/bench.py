@@ -48,7 +48,7 @@ import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim.cli import plots
-from biped_contact_sim.cli.runner import JointPD, JointPDSettings, Run, build
+from biped_contact_sim.cli.runner import RUN_RECORD_RATE, JointPD, JointPDSettings, Run, build
 from biped_contact_sim.contact import CONTACT_MODELS
 from biped_contact_sim.errors import BipedSimError, ConfigError
 from biped_contact_sim.robot import RobotModel
@@ -350,7 +350,10 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
                    "peer": out["peer"], "peer_us_per_sim_ms": None, "ratio_to_peer": None}
             loop_rows.append((key, row))
             try:
-                loops[key] = session = Run(scen, model, controller, record_rate=None, clock=CLOCK)
+                # Observers at biped-sim run's default record rate (the files' writing is not
+                # timed: it is disk and message encoding, not the loop a controller sees).
+                loops[key] = session = Run(scen, model, controller, record_rate=None, clock=CLOCK,
+                                           default_record_rate=RUN_RECORD_RATE)
             except ConfigError as exc:
                 row["error"] = f"refused: {exc}"
                 continue
@@ -364,8 +367,13 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
                 per_step = _median_us(times[key])
                 dt_ms = 1e3 * session.sim.dt
                 us_ms = per_step / dt_ms if per_step is not None else None
+                res, wall = session.result, session.wall_time_s
+                # Where the loop's time goes (means over the run; the rest is the observers,
+                # the statistics and the loop itself): the profile of a missed target.
+                shares = {"step": res.step_time_s / wall, "control": res.control_time_s / wall}
+                shares["observers"] = 1.0 - shares["step"] - shares["control"]
                 row.update(us_per_sim_ms=us_ms, steps=len(times[key]),
-                           error=session.result.error,
+                           error=session.result.error, time_shares=shares,
                            real_time_factor=1e3 / us_ms if us_ms else None,
                            peer_us_per_sim_ms=peer_ms, ratio_to_peer=_ratio(us_ms, peer_ms))
             out["closed_loop"].append(row)
@@ -386,8 +394,11 @@ def _loop_text(key: str, row: dict[str, Any]) -> str:
         return f"  {key:32s} -  ({row['error']})"
     ratio = f"  {row['ratio_to_peer']:6.1f}× MuJoCo" if row["ratio_to_peer"] else ""
     note = f"  ({row['error']})" if row["error"] else ""
+    shares = row.get("time_shares") or {}
+    split = " (" + ", ".join(f"{k} {100 * v:.0f} %" for k, v in shares.items()) + ")" \
+        if shares else ""
     return (f"  {key:32s} {row['us_per_sim_ms']:9.1f} µs per simulated ms{ratio}, "
-            f"{row['real_time_factor']:.2f}× real time{note}")
+            f"{row['real_time_factor']:.2f}× real time{split}{note}")
 
 
 def bench_command(args, write_summary: Callable[[dict, Path], None]) -> int:
