@@ -8,7 +8,13 @@
 * the whitened task-priority recursion (control/linalg.py) against the projector form of
   Sentis et al. eqs. 29–31 written with eigen-decomposition pseudo-inverses, on random
   rank-deficient Φ* and on Φ* of the biped in double and single support;
-* the pivoted-Cholesky factor of a PSD matrix against its definition.
+* the pivoted-Cholesky factor of a PSD matrix against its definition, the compiled one against
+  LAPACK's;
+* the compiled constrained dynamics of a support (D, B, a0, f0, Φ* = G Gᵀ, T, BT) and the
+  internal-force torques of eq. 42 against their numpy references (``control.linalg``), on the
+  biped and the humanoid in flight, single, double, three- and four-contact support at random
+  states, and their refusal (ok False, so that the counted reference runs) for a singular
+  support.
 """
 
 import numpy as np
@@ -205,3 +211,84 @@ def test_prioritized_pseudo_inverse_fallback_counted():
     ref = _projector_cascade(tasks, Phi)
     np.testing.assert_allclose(tau, ref, atol=1e-6 * np.abs(ref).max())
     np.testing.assert_allclose(tau_c, ref, atol=1e-6 * np.abs(ref).max())
+
+
+def _support_problem(robot, names, rng):
+    """A random state's A⁻¹, h, 6-D support Jacobian J_s and drift γ_s of the named bodies."""
+    model, data = robot.model, robot.create_data()
+    q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
+    q[3:7] /= np.linalg.norm(q[3:7])
+    v = rng.normal(size=model.nv)
+    pin.crba(model, data, q)
+    M = np.triu(data.M) + np.triu(data.M, 1).T
+    h = pin.nonLinearEffects(model, data, q, v)
+    pin.computeJointJacobians(model, data, q)
+    pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
+    pin.updateFramePlacements(model, data)
+    bodies = {b.name: b for b in robot.contact_bodies}
+    J_s = np.zeros((6 * len(names), model.nv))
+    gamma = np.zeros(6 * len(names))
+    for k, name in enumerate(names):
+        fid = bodies[name].frame_id
+        J_s[6 * k:6 * k + 6] = pin.getFrameJacobian(model, data, fid, LWA)
+        gamma[6 * k:6 * k + 6] = pin.getFrameClassicalAcceleration(model, data, fid, LWA).vector
+    return np.linalg.inv(M), h.copy(), J_s, gamma
+
+
+@pytest.mark.parametrize("robot_name,supports", [
+    ("biped3d", ((), ("left_foot",), ("left_foot", "right_foot"))),
+    ("humanoid", (("left_foot", "right_foot", "left_hand"),
+                  ("left_foot", "right_foot", "left_hand", "right_hand"))),
+])
+def test_constrained_space_against_reference(robot_name, supports):
+    """D, B, a0, f0 equal; G Gᵀ = Φ* and T Tᵀ = Φ*⁺ equal (G is unique up to G Q), BT Tᵀ
+    equal; the internal-force torques of eq. 42 equal."""
+    robot = RobotModel.load(robot_name)
+    rng = np.random.default_rng(5)
+    vi = slice(6, robot.nv)
+    for names in supports:
+        for _ in range(3):
+            Minv, h, J_s, gamma = _support_problem(robot, names, rng)
+            ok, D, B, a0, f0, G, T, BT = kernels.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)
+            ref = la.constrained_space(Minv, h, J_s, gamma, vi, 1e-9)
+            assert ok and ref[-1] == 0
+            Dr, Br, a0r, f0r, Gr, Tr, BTr, _ = ref
+            for x, y in ((B, Br), (a0, a0r), (G @ G.T, Gr @ Gr.T), (T @ T.T, Tr @ Tr.T),
+                         (BT @ T.T, BTr @ Tr.T)):
+                np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-10 * np.abs(y).max())
+            assert G.shape == Gr.shape == (robot.n_joints, robot.n_joints - 6 * max(
+                len(names) - 1, 0))
+            if names:
+                np.testing.assert_allclose(D, Dr, rtol=1e-9, atol=1e-10 * np.abs(Dr).max())
+                np.testing.assert_allclose(f0, f0r, rtol=1e-9, atol=1e-10 * np.abs(f0r).max())
+            if len(names) >= 2:  # eq. 42, 6(n_s − 1) random internal rows
+                W_int = rng.normal(size=(6 * (len(names) - 1), 6 * len(names)))
+                f_cmd, f_task = rng.normal(size=len(W_int)), rng.normal(size=6 * len(names))
+                ok, d_tau = kernels.internal_force_torques(W_int, D, G, T, f_cmd, f_task)
+                d_ref, fb = la.internal_force_torques(W_int, Dr, Gr, Tr, f_cmd, f_task)
+                assert ok and fb == 0
+                np.testing.assert_allclose(d_tau, d_ref, rtol=1e-8,
+                                           atol=1e-10 * np.abs(d_ref).max())
+
+
+def test_compiled_psd_factor_against_lapack():
+    """The compiled pivoted Cholesky: G Gᵀ = X, the rank, and LAPACK dpstrf's own factor."""
+    rng = np.random.default_rng(17)
+    for n, r in ((14, 8), (14, 14), (9, 1), (20, 8)):
+        A = rng.normal(size=(n, r))
+        X = A @ A.T
+        G = kernels.psd_factor(X, 1e-10)
+        assert G.shape == (n, r)
+        np.testing.assert_allclose(G @ G.T, X, atol=1e-10)
+        np.testing.assert_allclose(G, la.psd_factor(X, 1e-10), atol=1e-10)
+    assert kernels.psd_factor(np.zeros((3, 3)), 1e-10).shape == (3, 0)
+
+
+def test_compiled_paths_refuse_a_singular_support():
+    """The same body twice in the support: Λ_s⁻¹ is singular; the kernel says so (the
+    controller then takes the reference, which counts one pseudo-inverse fallback)."""
+    robot = RobotModel.load("biped3d")
+    Minv, h, J_s, gamma = _support_problem(robot, ("left_foot", "left_foot"),
+                                           np.random.default_rng(2))
+    assert not kernels.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)[0]
+    assert la.constrained_space(Minv, h, J_s, gamma, slice(6, robot.nv), 1e-9)[-1] == 1

@@ -110,6 +110,58 @@ def psd_whitening(G: np.ndarray, rcond: float) -> np.ndarray | None:
     return solve(C, G.T).T
 
 
+
+def constrained_space(Minv: np.ndarray, h: np.ndarray, J_s: np.ndarray, gamma_s: np.ndarray,
+                      vi, rcond: float) -> tuple:
+    """Constrained dynamics of a support (Sentis et al. eqs. 20–26) and the factor of Φ*
+    (eq. 29); the reference of the compiled ``kernels.constrained_space``.
+
+    With A⁻¹ = ``Minv``, h = b + g, the support Jacobian J_s and drift γ_s = J̇_s v, and U the
+    selection of the actuated coordinates v[vi]: Λ_s⁻¹ = J_s A⁻¹ J_sᵀ (Cholesky when positive
+    definite, i.e. independent contacts; else the pseudo-inverse), J̄_sᵀ = Λ_s J_s A⁻¹,
+
+        D = J̄_sᵀ Uᵀ,  f0 = J̄_sᵀ h − Λ_s γ_s     (f = f0 − D Γ, eq. 20 in our sign),
+        B = N_s A⁻¹ Uᵀ,  a0 = −N_s A⁻¹ h − J̄_s γ_s   (v̇ = B Γ + a0, eq. 25),
+
+    Φ* = U B = G Gᵀ (``psd_factor``) and T = G (GᵀG)⁻¹ (``psd_whitening``; eigen-decomposition
+    when GᵀG is not numerically PD), BT = B T.
+
+    Returns:
+        (D, B, a0, f0, G, T, BT, fallbacks); D and f0 are None without support.
+    """
+    fallbacks = 0
+    Mh = np.dot(Minv, h)
+    D = f0 = None
+    if J_s.shape[0]:
+        MJt = np.dot(Minv, J_s.T)
+        C = cholesky(np.dot(J_s, MJt), rcond)
+        if C is not None:
+            JbarT = solve(C, MJt.T)
+            Lg = solve(C, gamma_s)
+        else:
+            fallbacks += 1
+            Lam_s = pinv_psd(np.dot(J_s, MJt), rcond)[0]
+            JbarT = np.dot(Lam_s, MJt.T)
+            Lg = np.dot(Lam_s, gamma_s)
+        D = JbarT[:, vi]
+        B = Minv[:, vi] - np.dot(JbarT.T, MJt[vi].T)  # J_s A⁻¹ Uᵀ = (U A⁻¹ J_sᵀ)ᵀ
+        a0 = np.dot(JbarT.T, np.dot(J_s, Mh) - gamma_s) - Mh
+        f0 = np.dot(JbarT, h) - Lg
+    else:
+        B = Minv[:, vi]
+        a0 = -Mh
+    Phi = B[vi]
+    G = psd_factor(Phi, rcond)
+    T = psd_whitening(G, rcond)
+    if T is None:
+        fallbacks += 1
+        w, V = np.linalg.eigh(0.5 * (Phi + Phi.T))
+        keep = w > rcond * max(w[-1], 1e-300)
+        G = V[:, keep] * np.sqrt(w[keep])
+        T = V[:, keep] / np.sqrt(w[keep])
+    return D, B, a0, f0, G, T, np.dot(B, T), fallbacks
+
+
 def prioritized(J_up: np.ndarray, e_up: np.ndarray, sizes, J_last: np.ndarray,
                 e_last: np.ndarray, rcond: float, J_force: np.ndarray | None = None,
                 F_force: np.ndarray | None = None) -> tuple[np.ndarray, int]:
@@ -246,5 +298,5 @@ def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-__all__ = ["cholesky", "eye", "internal_force_torques", "pinv_psd", "prioritized", "psd_factor",
-           "psd_whitening", "solve"]
+__all__ = ["cholesky", "constrained_space", "eye", "internal_force_torques", "pinv_psd",
+           "prioritized", "psd_factor", "psd_whitening", "solve"]

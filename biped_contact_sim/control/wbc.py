@@ -109,19 +109,17 @@ from biped_contact_sim.control.grasp import (
     spec_labels,
 )
 from biped_contact_sim.control.kernels import (
+    constrained_space,
+    internal_force_torques,
     linkage,
     point_rows,
     prioritized,
     surface_resultant,
     wrenches_at,
 )
+from biped_contact_sim.control.linalg import constrained_space as constrained_space_reference
 from biped_contact_sim.control.linalg import (
-    cholesky,
-    internal_force_torques,
-    pinv_psd,
-    psd_factor,
-    psd_whitening,
-    solve,
+    internal_force_torques as internal_force_torques_reference,
 )
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.errors import ConfigError, InputError
@@ -180,6 +178,9 @@ class WholeBodyController(Controller):
         self._zero_v = np.zeros(robot.nv)
         self._vi = index_of(robot.v_idx)
         self._qi = index_of(robot.q_idx)
+        # the compiled constrained dynamics take the actuated coordinates as v[j0:]
+        self._j0 = (self._vi.start if isinstance(self._vi, slice) and self._vi.stop == robot.nv
+                    else None)
         self._base_frame = robot.model.getFrameId(robot.base_link)
         self._R_base_ref = np.eye(3)
         self._g = float(np.linalg.norm(robot.model.gravity.linear))
@@ -337,42 +338,21 @@ class WholeBodyController(Controller):
             anchors[k] = origins[k] + r
             self._frame_rows(body.frame_id, v, r, J_s[6 * k:6 * k + 6], gamma_s[6 * k:6 * k + 6])
 
-        # 2. Constrained dynamics (eqs. 20–26). Λ_s⁻¹ = J_s A⁻¹ J_sᵀ is positive definite
-        # for a full-row-rank J_s (independent contacts): Cholesky; else the pseudo-inverse.
-        Mh = dot(Minv, h)
-        D = f0 = None
-        if n_s:
-            MJt = dot(Minv, J_s.T)
-            Ls_inv = dot(J_s, MJt)
-            C = cholesky(Ls_inv, rcond)
-            if C is not None:
-                JbarT = solve(C, MJt.T)  # J̄_sᵀ = Λ_s J_s A⁻¹ (eq. 21)
-                Lg = solve(C, gamma_s)
-            else:
-                fallbacks += 1
-                Lam_s = pinv_psd(Ls_inv, rcond)[0]
-                JbarT = dot(Lam_s, MJt.T)
-                Lg = dot(Lam_s, gamma_s)
-            D = JbarT[:, vi]  # J̄_sᵀ Uᵀ: f = f0 − D Γ (eq. 20)
-            B = Minv[:, vi] - dot(JbarT.T, MJt[vi].T)  # N_s A⁻¹ Uᵀ (J_s A⁻¹ Uᵀ = (U A⁻¹ J_sᵀ)ᵀ)
-            a0 = dot(JbarT.T, dot(J_s, Mh) - gamma_s) - Mh  # −N_s A⁻¹ h − J̄_s γ_s
-            f0 = dot(JbarT, h) - Lg  # f at Γ = 0 (eq. 20, our sign)
-        else:
-            B = Minv[:, vi]
-            a0 = -Mh
-        # Φ* = U N_s A⁻¹ (U N_s)ᵀ is positive semi-definite: rank n − 6(n_s − 1) with n_s ≥ 2
-        # surface contacts, its null space the torques that only change internal forces
-        # (eqs. 32–34). Pivoted Cholesky Φ* = G Gᵀ and T = G (GᵀG)⁻¹ give Φ*⁺ = T Tᵀ.
-        Phi = B[vi]
-        G = psd_factor(Phi, rcond)
-        T = psd_whitening(G, rcond)
-        if T is None:
-            fallbacks += 1
-            w, V = np.linalg.eigh(0.5 * (Phi + Phi.T))
-            keep = w > rcond * max(w[-1], 1e-300)
-            G = V[:, keep] * np.sqrt(w[keep])
-            T = V[:, keep] / np.sqrt(w[keep])
-        BT = dot(B, T)  # (nv, r): task k's Ĵ_k = J_k N_s A⁻¹ Uᵀ T = J_k BT
+        # 2. Constrained dynamics (eqs. 20–26): f = f0 − D Γ, v̇ = B Γ + a0, and Φ* = U B,
+        # positive semi-definite of rank n − 6(n_s − 1) with n_s ≥ 2 surface contacts (its null
+        # space: the torques that only change internal forces, eqs. 32–34), as Φ* = G Gᵀ with
+        # Φ*⁺ = T Tᵀ, T = G (GᵀG)⁻¹; BT = B T gives task k's Ĵ_k = J_k BT. Compiled; the numpy
+        # reference (``linalg.constrained_space``) where a pseudo-inverse is needed.
+        ok = False
+        if self._j0 is not None:
+            ok, D, B, a0, f0, G, T, BT = constrained_space(Minv, h, J_s, gamma_s, self._j0,
+                                                           rcond)
+        if not ok:
+            D, B, a0, f0, G, T, BT, fallback = constrained_space_reference(
+                Minv, h, J_s, gamma_s, vi, rcond)
+            fallbacks += fallback
+        if not n_s:
+            D = f0 = None
 
         # Virtual-linkage model at the commanded CoPs (App. C eq. 82 for two feet, eqs. 12–17
         # for more; rebuilt at every change of support, its rows refilled every step).
@@ -419,7 +399,8 @@ class WholeBodyController(Controller):
             i = 3
         i_am = i
         if am:
-            i += 1  # filled below, after Ĵ of the J_k-tasks
+            J_up[i] = 0.0  # its Ĵ row is filled below (J_up is uninitialised memory)
+            i += 1
         for body, target in pose_tasks:
             self._pose_task(body, self._blend(body.name, target, t), v, J_up[i:i + 6],
                             e_up[i:i + 6])
@@ -544,9 +525,12 @@ class WholeBodyController(Controller):
                 f_int_cmd += s.kp_int * e + self._integral
             if s.internal_forces:
                 # Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p}) (eq. 42)
-                d_tau, fallback = internal_force_torques(W_int, D, G, T, f_int_cmd, f_task)
+                ok, d_tau = internal_force_torques(W_int, D, G, T, f_int_cmd, f_task)
+                if not ok:
+                    d_tau, fallback = internal_force_torques_reference(W_int, D, G, T,
+                                                                       f_int_cmd, f_task)
+                    fallbacks += fallback
                 tau += d_tau
-                fallbacks += fallback
         else:
             self._integral = None
         self._stance = stance
