@@ -8,9 +8,8 @@
 * the whitened task-priority recursion (control/linalg.py) against the projector form of
   Sentis et al. eqs. 29–31 written with eigen-decomposition pseudo-inverses, on random
   rank-deficient Φ* and on Φ* of the biped in double and single support;
-* the pivoted-Cholesky factor of a PSD matrix against its definition, the compiled one against
-  LAPACK's;
-* the compiled constrained dynamics of a support (D, B, a0, f0, Φ* = G Gᵀ, T, BT) and the
+* the pivoted-Cholesky factor of a PSD matrix against its definition;
+* the compiled constrained dynamics of a support (D, B, a0, f0; then Φ* = G Gᵀ, T) and the
   internal-force torques of eq. 42 against their numpy references (``control.linalg``), on the
   biped and the humanoid in flight, single, double, three- and four-contact support at random
   states, and their refusal (ok False, so that the counted reference runs) for a singular
@@ -241,23 +240,24 @@ def _support_problem(robot, names, rng):
                   ("left_foot", "right_foot", "left_hand", "right_hand"))),
 ])
 def test_constrained_space_against_reference(robot_name, supports):
-    """D, B, a0, f0 equal; G Gᵀ = Φ* and T Tᵀ = Φ*⁺ equal (G is unique up to G Q), BT Tᵀ
-    equal; the internal-force torques of eq. 42 equal."""
+    """D, B, a0, f0 equal, the factors of Φ* = U B equal and of rank n − 6(n_s − 1); the
+    internal-force torques of eq. 42 equal."""
     robot = RobotModel.load(robot_name)
     rng = np.random.default_rng(5)
     vi = slice(6, robot.nv)
     for names in supports:
         for _ in range(3):
             Minv, h, J_s, gamma = _support_problem(robot, names, rng)
-            ok, D, B, a0, f0, G, T, BT = kernels.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)
+            ok, D, B, a0, f0 = kernels.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)
             ref = la.constrained_space(Minv, h, J_s, gamma, vi, 1e-9)
             assert ok and ref[-1] == 0
             Dr, Br, a0r, f0r, Gr, Tr, BTr, _ = ref
-            for x, y in ((B, Br), (a0, a0r), (G @ G.T, Gr @ Gr.T), (T @ T.T, Tr @ Tr.T),
-                         (BT @ T.T, BTr @ Tr.T)):
+            G, T, fb = la.factor_phi(B[vi], 1e-9)
+            assert fb == 0
+            for x, y in ((B, Br), (a0, a0r), (G, Gr), (T, Tr)):
                 np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-10 * np.abs(y).max())
-            assert G.shape == Gr.shape == (robot.n_joints, robot.n_joints - 6 * max(
-                len(names) - 1, 0))
+            # rank of Φ*: n − 6(n_s − 1) (Sentis et al. §III-B)
+            assert G.shape == (robot.n_joints, robot.n_joints - 6 * max(len(names) - 1, 0))
             if names:
                 np.testing.assert_allclose(D, Dr, rtol=1e-9, atol=1e-10 * np.abs(Dr).max())
                 np.testing.assert_allclose(f0, f0r, rtol=1e-9, atol=1e-10 * np.abs(f0r).max())
@@ -269,19 +269,6 @@ def test_constrained_space_against_reference(robot_name, supports):
                 assert ok and fb == 0
                 np.testing.assert_allclose(d_tau, d_ref, rtol=1e-8,
                                            atol=1e-10 * np.abs(d_ref).max())
-
-
-def test_compiled_psd_factor_against_lapack():
-    """The compiled pivoted Cholesky: G Gᵀ = X, the rank, and LAPACK dpstrf's own factor."""
-    rng = np.random.default_rng(17)
-    for n, r in ((14, 8), (14, 14), (9, 1), (20, 8)):
-        A = rng.normal(size=(n, r))
-        X = A @ A.T
-        G = kernels.psd_factor(X, 1e-10)
-        assert G.shape == (n, r)
-        np.testing.assert_allclose(G @ G.T, X, atol=1e-10)
-        np.testing.assert_allclose(G, la.psd_factor(X, 1e-10), atol=1e-10)
-    assert kernels.psd_factor(np.zeros((3, 3)), 1e-10).shape == (3, 0)
 
 
 def test_compiled_paths_refuse_a_singular_support():

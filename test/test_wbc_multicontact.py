@@ -412,3 +412,54 @@ def test_multicontact_references_are_smooth(robot):
     with pytest.raises(ConfigError, match="contact bodies"):
         biped = RobotModel.load("biped3d")
         make_behavior("multicontact", biped, biped.standing_configuration())
+
+
+# ---------------------------------------------------------------- lean on a table (Chardonnet)
+def test_lean_on_table_with_a_hand_that_must_not_slip(robot):
+    """``lean_on_table`` (Chardonnet et al. Figs. 3, 6) with the left palm held on the table
+    once it reaches it: the hand joins the support, the CoM leans 3 cm past the toes (the
+    feet alone cannot hold it) and the right hand makes its push stroke. The hand's contact
+    force stays in a μ = 0.4 cone (``Reference.no_slip``: tangential force 0 up to the
+    transition ramp; bound 0.4 while it carries > 20 N), its normal force balances the lean by
+    statics (m g (x_G − x_feet) = f_n (x_hand − x_feet) within 15 %: the feet's CoPs sit at
+    the sole centres), CoM error < 5 mm, no torque saturated, the push stroke tracked within
+    5 mm."""
+    q0 = robot.standing_configuration()
+    beh = make_behavior("lean_on_table", robot, q0)
+    ctrl = make_controller("wbc", robot, beh, DT, add_force=10.0, unload_time=0.5,
+                           transition_time=0.5, release_force=5.0)
+    p = beh.params
+    sim = _Harness(robot, q0)
+    sim.constraints = {"left_foot": None, "right_foot": None}
+    log = []
+    for _ in range(round(beh.duration / DT)):
+        out = ctrl.compute(sim.measurement())
+        if "left_hand" not in sim.constraints and sim.t >= beh.t_land \
+                and sim.frame("left_hand").translation[2] <= p.table_height:
+            sim.constraints["left_hand"] = None
+        sim.step(out.tau)
+        log.append((sim.t, out.info, sim.wrenches.get("left_hand"),
+                    sim.frame("right_hand").translation.copy()))
+    stances = [info["stance"] for _, info, _, _ in log]
+    assert stances[-1] == (*FEET, "left_hand")
+    assert all(info["saturated"] == 0 for _, info, _, _ in log)
+    assert max(info["com_error"] for _, info, _, _ in log) < 5e-3
+    toe = max(b.offsets[:, 0].max() for b in robot.contact_bodies if b.name in FEET)
+    x_feet = 0.5 * (robot.contact_bodies[0].offsets[:, 0].min() + toe)
+    com = log[-1][1]["com"]
+    assert com[0] > toe + 0.02  # past the toes
+    loaded = [w for _, _, w, _ in log if w is not None and w[2] > 20.0]
+    assert loaded
+    ratio = max(np.hypot(w[0], w[1]) / w[2] for w in loaded)
+    assert ratio < 0.4
+    m = sum(i.mass for i in robot.model.inertias)
+    f_n = log[-1][2][2]
+    statics = m * 9.81 * (com[0] - x_feet) / (p.table_x - x_feet)
+    assert abs(f_n - statics) < 0.15 * statics
+    stroke = [np.linalg.norm(r - beh.reference(t).feet["right_hand"].p)
+              for t, _, _, r in log if t > beh.t_push]
+    assert max(stroke) < 5e-3
+    with pytest.raises(ConfigError, match="push_time"):
+        make_behavior("lean_on_table", robot, q0, push_time=-1.0)
+    with pytest.raises(ConfigError, match="Unknown parameter"):
+        make_behavior("lean_on_table", robot, q0, table=1.0)

@@ -34,6 +34,7 @@ BEHAVIORS: dict[str, str] = {
     "walk": "biped_contact_sim.control.walking:WalkBehavior",
     "planar_walk": "biped_contact_sim.control.planar_gait:PlanarWalkBehavior",
     "multicontact": "biped_contact_sim.control.multicontact:MultiContactBehavior",
+    "lean_on_table": "biped_contact_sim.control.lean_on_table:LeanOnTableBehavior",
 }
 
 

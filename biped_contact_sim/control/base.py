@@ -94,6 +94,10 @@ class Reference:
         load_share: per stance foot, the fraction α_k of the net contact force it should carry
             (double support; Σ α_k = 1). ``ctc`` uses it instead of the shares it derives from
             ``com``/``com_acc`` (a behaviour that plans its load transfer says so here).
+        no_slip: support bodies whose tangential contact force ``wbc``'s internal-force
+            reference cancels (the least change of F_int,ref that makes it zero, e.g. a hand
+            on a slippery table, Chardonnet et al.): the other contacts then carry the
+            horizontal forces.
     """
 
     stance: tuple[str, ...]
@@ -107,6 +111,7 @@ class Reference:
     internal: np.ndarray | None = None
     cop: dict[str, np.ndarray] = field(default_factory=dict)
     load_share: dict[str, float] | None = None
+    no_slip: tuple[str, ...] = ()
 
 
 class Behavior(ABC):

@@ -147,4 +147,23 @@ def unloading_reference(targets: dict[int, np.ndarray], W_com: np.ndarray, W_int
     return f_int_ref + np.dot(np.linalg.pinv(E_i), r)
 
 
-__all__ = ["ContactTransitions", "blend_released", "smoothstep", "unloading_reference"]
+def no_slip_reference(contacts, rotations: np.ndarray, W_com: np.ndarray, W_int: np.ndarray,
+                      f_task: np.ndarray, f_int_ref: np.ndarray) -> np.ndarray:
+    """Internal-force reference closest to ``f_int_ref`` whose contact forces have no
+    tangential part at the contacts k in ``contacts``: t_kᵀ E_k [F_com; F_int] = 0 for the two
+    tangent axes t_k of contact k (its frame's x and y, rotations[k]), E_k the force rows of
+    G⁻¹, F_com = W_com f_task (Sentis et al. eqs. 13, 47); least-norm change of F_int."""
+    G = np.vstack([W_com, W_int])
+    rows = np.concatenate([np.arange(6 * k, 6 * k + 3) for k in contacts])
+    E = np.linalg.solve(G.T, np.eye(len(G))[:, rows]).T  # force rows of G⁻¹
+    P = np.zeros((2 * len(contacts), len(rows)))
+    for i, k in enumerate(contacts):
+        P[2 * i:2 * i + 2, 3 * i:3 * i + 3] = rotations[k][:, :2].T
+    E = np.dot(P, E)
+    E_c, E_i = E[:, :6], E[:, 6:]
+    r = -np.dot(E_c, np.dot(W_com, f_task)) - np.dot(E_i, f_int_ref)
+    return f_int_ref + np.dot(np.linalg.pinv(E_i), r)
+
+
+__all__ = ["ContactTransitions", "blend_released", "no_slip_reference", "smoothstep",
+           "unloading_reference"]

@@ -300,81 +300,33 @@ def _cho_solve(C, B):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def psd_factor(X, rcond):  # pragma: no cover - compiled
-    """Compiled ``control.linalg.psd_factor``: G (n × r) with X = G Gᵀ by Cholesky with
-    complete (diagonal) pivoting, stopping at the first pivot ≤ rcond · max X_ii (LAPACK
-    ``dpstrf``'s rule). Reads X's lower triangle."""
-    n = X.shape[0]
-    scale = 0.0
-    for i in range(n):
-        scale = max(scale, X[i, i])
-    G = np.zeros((n, n))
-    if scale <= 0.0:
-        return G[:, :0].copy()
-    tol = rcond * scale
-    d = np.empty(n)
-    for i in range(n):
-        d[i] = X[i, i]
-    used = np.zeros(n, dtype=np.bool_)
-    rank = 0
-    for k in range(n):
-        j, best = -1, -np.inf
-        for i in range(n):
-            if not used[i] and d[i] > best:
-                j, best = i, d[i]
-        if not best > tol:
-            break
-        used[j] = True
-        c = np.sqrt(best)
-        G[j, k] = c
-        for i in range(n):
-            if used[i]:
-                continue
-            s = X[i, j] if i >= j else X[j, i]
-            for p in range(k):
-                s -= G[i, p] * G[j, p]
-            G[i, k] = s / c
-            d[i] -= G[i, k] * G[i, k]
-        rank += 1
-    return G[:, :rank].copy()
-
-
-@njit(cache=True)
 def constrained_space(Minv, h, J_s, gamma_s, j0, rcond):  # pragma: no cover - compiled
-    """Compiled ``control.linalg.constrained_space`` (the constrained dynamics of Sentis et al.
-    eqs. 20–26 and the factor of Φ*, eq. 29), the actuated coordinates being v[j0:].
+    """Compiled constrained dynamics of a support (Sentis et al. eqs. 20–26), the actuated
+    coordinates being v[j0:]: the first part of ``control.linalg.constrained_space``.
 
-    Returns (ok, D, B, a0, f0, G, T, BT); ok False where the reference needs a
-    pseudo-inverse (Λ_s⁻¹ or GᵀG not numerically positive definite): the caller then takes
-    the reference, which counts the fallback."""
+    Returns (ok, D, B, a0, f0); ok False where Λ_s⁻¹ = J_s A⁻¹ J_sᵀ is not numerically
+    positive definite (the reference then takes the pseudo-inverse and counts it). The factor
+    Φ* = U B = G Gᵀ is left to LAPACK's ``dpstrf`` (``linalg.psd_factor``): the Fig. 6 closed
+    loop of ``test_wbc_multicontact`` depends on which G (not only on G Gᵀ), see
+    ``wbc``."""
     nv = Minv.shape[0]
     n = nv - j0
     m = J_s.shape[0]
     Mh = Minv @ h
-    if m:
-        MJt = Minv @ J_s.T
-        ok, C = _cholesky(J_s @ MJt, rcond, 0.0)
-        if not ok:
-            z = np.zeros((0, 0))
-            return False, z, z, h, h, z, z, z
-        JbarT = _cho_solve(C, np.ascontiguousarray(MJt.T))  # J̄_sᵀ = Λ_s J_s A⁻¹ (eq. 21)
-        Lg = _cho_solve(C, gamma_s.reshape(m, 1))[:, 0]
-        D = np.ascontiguousarray(JbarT[:, j0:])
-        B = Minv[:, j0:] - JbarT.T @ np.ascontiguousarray(MJt[j0:].T)
-        a0 = JbarT.T @ (J_s @ Mh - gamma_s) - Mh
-        f0 = JbarT @ h - Lg
-    else:
-        D = np.zeros((0, n))
-        B = np.ascontiguousarray(Minv[:, j0:])
-        a0 = -Mh
-        f0 = np.zeros(0)
-    G = psd_factor(np.ascontiguousarray(B[j0:]), rcond)
-    ok, C2 = _cholesky(G.T @ G, rcond * rcond, 0.0)
+    if m == 0:
+        return True, np.zeros((0, n)), np.ascontiguousarray(Minv[:, j0:]), -Mh, np.zeros(0)
+    MJt = Minv @ J_s.T
+    ok, C = _cholesky(J_s @ MJt, rcond, 0.0)
     if not ok:
         z = np.zeros((0, 0))
-        return False, z, z, h, h, z, z, z
-    T = np.ascontiguousarray(_cho_solve(C2, np.ascontiguousarray(G.T)).T)
-    return True, D, B, a0, f0, G, T, B @ T
+        return False, z, z, h, h
+    JbarT = _cho_solve(C, np.ascontiguousarray(MJt.T))  # J̄_sᵀ = Λ_s J_s A⁻¹ (eq. 21)
+    Lg = _cho_solve(C, gamma_s.reshape(m, 1))[:, 0]
+    D = np.ascontiguousarray(JbarT[:, j0:])
+    B = Minv[:, j0:] - JbarT.T @ np.ascontiguousarray(MJt[j0:].T)
+    a0 = JbarT.T @ (J_s @ Mh - gamma_s) - Mh
+    f0 = JbarT @ h - Lg
+    return True, D, B, a0, f0
 
 
 @njit(cache=True)
@@ -391,4 +343,4 @@ def internal_force_torques(W_int, D, G, T, f_int_cmd, f_task):  # pragma: no cov
     return True, -(x @ AL)
 
 __all__ = ["constrained_space", "hermite", "internal_force_torques", "linkage", "point_rows",
-           "prioritized", "psd_factor", "surface_resultant", "wrenches_at"]
+           "prioritized", "surface_resultant", "wrenches_at"]

@@ -150,16 +150,21 @@ def constrained_space(Minv: np.ndarray, h: np.ndarray, J_s: np.ndarray, gamma_s:
     else:
         B = Minv[:, vi]
         a0 = -Mh
-    Phi = B[vi]
+    G, T, fallback = factor_phi(B[vi], rcond)
+    return D, B, a0, f0, G, T, np.dot(B, T), fallbacks + fallback
+
+
+def factor_phi(Phi: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """(G, T, fallbacks) of Φ* = G Gᵀ (``psd_factor``) and T = G (GᵀG)⁻¹ (``psd_whitening``;
+    the eigen-decomposition, counted, when GᵀG is not numerically positive definite)."""
     G = psd_factor(Phi, rcond)
     T = psd_whitening(G, rcond)
-    if T is None:
-        fallbacks += 1
-        w, V = np.linalg.eigh(0.5 * (Phi + Phi.T))
-        keep = w > rcond * max(w[-1], 1e-300)
-        G = V[:, keep] * np.sqrt(w[keep])
-        T = V[:, keep] / np.sqrt(w[keep])
-    return D, B, a0, f0, G, T, np.dot(B, T), fallbacks
+    if T is not None:
+        return G, T, 0
+    w, V = np.linalg.eigh(0.5 * (Phi + Phi.T))
+    keep = w > rcond * max(w[-1], 1e-300)
+    return V[:, keep] * np.sqrt(w[keep]), V[:, keep] / np.sqrt(w[keep]), 1
+
 
 
 def prioritized(J_up: np.ndarray, e_up: np.ndarray, sizes, J_last: np.ndarray,
@@ -298,5 +303,5 @@ def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-__all__ = ["cholesky", "constrained_space", "eye", "internal_force_torques", "pinv_psd",
-           "prioritized", "psd_factor", "psd_whitening", "solve"]
+__all__ = ["cholesky", "constrained_space", "eye", "factor_phi", "internal_force_torques",
+           "pinv_psd", "prioritized", "psd_factor", "psd_whitening", "solve"]

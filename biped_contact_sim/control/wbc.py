@@ -44,7 +44,8 @@ step, from the measurement (q, v, wrenches) alone:
    on the measured one, ``kp_force``, ``ki_force``) acts through J*ᵀ_{f|prec} F in the null
    space of the motion tasks and takes its direction from the posture; that body's measured
    wrench enters the model as a known external force (h ← h − J_bᵀ w_b).
-4. Internal forces (n_s ≥ 2; eqs. 32–43): L* = I − U N_s \\overline{U N_s} = I − Φ*Φ*⁺
+4. Internal forces (n_s ≥ 2; eqs. 32–43; ``control.internal_forces``):
+   L* = I − U N_s \\overline{U N_s} = I − Φ*Φ*⁺
    (eq. 33; symmetric here, so equal to I − U N_s (U N_s)⁺), torques Γ = … + L*ᵀ Γ_int (eq. 35),
        F_int = W_int f = J*ᵀ_{i|l} Γ_int + F_int,{t,p} − μ_i − p_i,  J*ᵀ_{i|l} = −W_int J̄_sᵀ Uᵀ L*ᵀ
    (eqs. 38–41 in our sign), inverted by a pseudo-inverse (eq. 42):
@@ -97,30 +98,16 @@ from biped_contact_sim.control.body_tasks import pose_task_rows, tangents
 from biped_contact_sim.control.contact_set import (
     ContactTransitions,
     blend_released,
-    unloading_reference,
 )
-from biped_contact_sim.control.ctc import reference_load_shares
-from biped_contact_sim.control.grasp import (
-    NORMAL_FORCE,
-    ContactAnchor,
-    eq82_spec,
-    grasp_model,
-    orthogonalize,
-    spec_labels,
-)
+from biped_contact_sim.control.internal_forces import InternalForces
 from biped_contact_sim.control.kernels import (
     constrained_space,
-    internal_force_torques,
-    linkage,
     point_rows,
     prioritized,
     surface_resultant,
-    wrenches_at,
 )
 from biped_contact_sim.control.linalg import constrained_space as constrained_space_reference
-from biped_contact_sim.control.linalg import (
-    internal_force_torques as internal_force_torques_reference,
-)
+from biped_contact_sim.control.linalg import factor_phi
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.errors import ConfigError, InputError
 
@@ -185,25 +172,21 @@ class WholeBodyController(Controller):
         self._R_base_ref = np.eye(3)
         self._g = float(np.linalg.norm(robot.model.gravity.linear))
         self._stances: dict[tuple[str, ...], tuple] = {}  # reference stance → sorted, bodies
-        self._layouts: dict[tuple, tuple] = {}
         self._J6, self._drift6 = np.empty((6, robot.nv)), np.empty(6)
         self.transitions = ContactTransitions(
             [b.name for b in robot.contact_bodies], s.add_force, s.release_force,
             s.unload_time, s.transition_time)
+        self.internal = InternalForces(s, self.dt, self.transitions, self._sole_centre, self._g)
         self.reset()
 
     def reset(self) -> None:
         """Forget the integrals, the support set and its transition ramps."""
-        self._integral: np.ndarray | None = None
-        self._stance: tuple[str, ...] | None = None
         self._force_integral: dict[str, float] = {}
-        self._f_int_start: np.ndarray | None = None
-        self._unload_w0: dict[str, np.ndarray] = {}
-        self._linkage: tuple | None = None  # (support, spec array, labels) of n_s ≥ 3
         self._tau_prev: np.ndarray | None = None
         self._tau_offset: np.ndarray | None = None
         self._released: dict[str, tuple] = {}  # name → (t, p, R) at its release
         self.transitions.reset()
+        self.internal.reset()
 
     # ------------------------------------------------------------------ kinematics
     def _body(self, name: str):
@@ -231,21 +214,6 @@ class WholeBodyController(Controller):
         point_rows(pin.getFrameJacobian(model, data, frame_id, LWA),
                    pin.getFrameClassicalAcceleration(model, data, frame_id, LWA).vector,
                    v, r, J_out, drift_out)
-
-    def _eq82_layout(self, stance, anchors, rotations) -> tuple[np.ndarray, tuple[str, ...]]:
-        """(eq. 82 row specs as an int array for ``kernels.linkage``, row labels), cached per
-        stance and retained axis (``grasp.eq82_spec``)."""
-        e = anchors[1] - anchors[0]
-        R2 = rotations[1]
-        k = 0 if abs(R2[0, 0] * e[0] + R2[1, 0] * e[1] + R2[2, 0] * e[2]) \
-            <= abs(R2[0, 1] * e[0] + R2[1, 1] * e[1] + R2[2, 1] * e[2]) else 1
-        key = (stance, k)
-        hit = self._layouts.get(key)
-        if hit is None:
-            spec = eq82_spec(anchors, rotations)
-            hit = self._layouts[key] = (np.array(spec, dtype=np.int64).reshape(-1, 3),
-                                        spec_labels(spec, stance))
-        return hit
 
     # ------------------------------------------------------------------ control step
     def compute(self, meas: Measurement) -> ControlOutput:
@@ -341,12 +309,19 @@ class WholeBodyController(Controller):
         # 2. Constrained dynamics (eqs. 20–26): f = f0 − D Γ, v̇ = B Γ + a0, and Φ* = U B,
         # positive semi-definite of rank n − 6(n_s − 1) with n_s ≥ 2 surface contacts (its null
         # space: the torques that only change internal forces, eqs. 32–34), as Φ* = G Gᵀ with
-        # Φ*⁺ = T Tᵀ, T = G (GᵀG)⁻¹; BT = B T gives task k's Ĵ_k = J_k BT. Compiled; the numpy
-        # reference (``linalg.constrained_space``) where a pseudo-inverse is needed.
+        # Φ*⁺ = T Tᵀ, T = G (GᵀG)⁻¹; BT = B T gives task k's Ĵ_k = J_k BT. D, B, a0, f0
+        # compiled, the numpy reference (``linalg.constrained_space``) where a pseudo-inverse
+        # is needed; G by LAPACK's pivoted Cholesky in both. (A compiled pivoted Cholesky gave
+        # another G of the same G Gᵀ, and the Fig. 6 sequence of ``test_wbc_multicontact``
+        # then saturated the left shoulder while the right hand was unloaded: the law is not
+        # invariant to G → G Q somewhere; not yet found.)
         ok = False
         if self._j0 is not None:
-            ok, D, B, a0, f0, G, T, BT = constrained_space(Minv, h, J_s, gamma_s, self._j0,
-                                                           rcond)
+            ok, D, B, a0, f0 = constrained_space(Minv, h, J_s, gamma_s, self._j0, rcond)
+            if ok:
+                G, T, fallback = factor_phi(B[vi], rcond)
+                fallbacks += fallback
+                BT = dot(B, T)
         if not ok:
             D, B, a0, f0, G, T, BT, fallback = constrained_space_reference(
                 Minv, h, J_s, gamma_s, vi, rcond)
@@ -356,22 +331,8 @@ class WholeBodyController(Controller):
 
         # Virtual-linkage model at the commanded CoPs (App. C eq. 82 for two feet, eqs. 12–17
         # for more; rebuilt at every change of support, its rows refilled every step).
-        W_com = W_int = labels = None
-        grasp_name = None
-        if n_s >= 2:
-            W_com = np.empty((6, 6 * n_s))
-            surface_resultant(anchors, com, W_com)
-            if n_s == 2:
-                spec_arr, labels = self._eq82_layout(stance, anchors, rotations)
-                grasp_name = "eq82"
-            else:
-                spec_arr, labels = self._general_layout(stance, anchors, rotations, com)
-                grasp_name = "general"
-            W_int = np.empty((len(spec_arr), 6 * n_s))
-            if not linkage(spec_arr, anchors, rotations, self._offsets(n_s), W_int):
-                raise InputError("two commanded CoPs coincide: no tension line between them")
-            if n_s > 3 and (spec_arr[:, 0] == NORMAL_FORCE).any():
-                orthogonalize(W_com, W_int, spec_arr.tolist())
+        W_com, W_int, labels, grasp_name = self.internal.model(stance, anchors, rotations,
+                                                               com)
 
         # 3. Prioritized tasks (eqs. 27–31), each ẍ_k = Φ_k Γ + c_k, in the whitened
         # coordinates y of Γ = T y: ẍ_k = Ĵ_k y + c_k (``control.linalg.prioritized``). The
@@ -468,72 +429,20 @@ class WholeBodyController(Controller):
         fallbacks += levels
         tau = dot(T, y)
 
-        # 4. Internal forces (eqs. 32–43) and the measured contact state.
+        # 4. Internal forces (eqs. 32–43, ``control.internal_forces``).
         info: dict = {}
         f_int_ref = f_int_meas = f_int_cmd = None
         if W_int is not None:
             m_int = W_int.shape[0]
-            if ref.internal is None:
-                f_int_user = np.zeros(m_int)
-            else:
-                f_int_user = np.array(ref.internal, float)
-                if f_int_user.shape != (m_int,):
-                    raise InputError(f"internal-force reference has shape {f_int_user.shape}; "
-                                     f"the {grasp_name} model has {m_int} rows: "
-                                     + ", ".join(labels))
-            contact_ok = measured is not None
-            if contact_ok:
-                F_meas = np.empty(6 * n_s)
-                wrenches_at(measured, rotations, origins, anchors, F_meas)
-                f_int_meas = dot(W_int, F_meas)
-            if self._stance != stance or self._integral is None \
-                    or self._integral.shape != (m_int,) or not contact_ok:
-                self._integral = np.zeros(m_int)  # anti-windup: reset when a contact is lost
-            if self.transitions.changed:
-                # The ramp starts from the internal forces the last applied torques make in
-                # the new support (eq. 20): the torques' internal part stays continuous, and a
-                # contact's impact impulse, measured at the step it lands, is not commanded.
-                self._f_int_start = (None if self._tau_prev is None
-                                     else dot(W_int, f0 - dot(D, self._tau_prev)))
-            ramp = self.transitions.ramp(t)
-            start = self._f_int_start
-            if ramp < 1.0 and start is not None and start.shape == (m_int,):
-                f_int_ref = start + ramp * (f_int_user - start)
-            else:
-                f_int_ref = f_int_user
-            f_task = f0 - dot(D, tau)  # contact wrenches the tasks command (eq. 20)
-            unloading = self._unloading_targets(t, stance, f_task, f0, D)
-            alpha = None
-            if unloading:
-                f_int_ref = unloading_reference(unloading, W_com, W_int, f_task,
-                                                      f_int_ref)
-            elif s.load_share and n_s == 2:
-                centres = [origins[k] + dot(rotations[k], self._sole_centre[b.name])
-                           for k, b in enumerate(bodies)]
-                alpha = reference_load_shares(ref, stance, centres, self._g)
-            if alpha is not None:
-                # F·e_12 with F = Σ f_k: the tension row W_int[0] is e_12 on f_1, −e_12 on f_2
-                F_e12 = dot(W_int[0, :3], f_task[:3] + f_task[6:9])
-                f_int_ref = f_int_ref.copy()
-                f_int_ref[0] += (alpha[0] - alpha[1]) * F_e12
-            info["load_share"] = alpha
-            f_int_cmd = f_int_ref.copy()
-            if contact_ok and (s.kp_int > 0 or s.ki_int > 0):
-                e = f_int_ref - f_int_meas
-                self._integral += s.ki_int * self.dt * e
-                np.clip(self._integral, -s.int_limit, s.int_limit, out=self._integral)
-                f_int_cmd += s.kp_int * e + self._integral
-            if s.internal_forces:
-                # Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p}) (eq. 42)
-                ok, d_tau = internal_force_torques(W_int, D, G, T, f_int_cmd, f_task)
-                if not ok:
-                    d_tau, fallback = internal_force_torques_reference(W_int, D, G, T,
-                                                                       f_int_cmd, f_task)
-                    fallbacks += fallback
+            d_tau, fallback, f_int_ref, f_int_cmd, f_int_meas, info["load_share"] = \
+                self.internal.command(t, ref, stance, bodies, measured, origins, rotations,
+                                      anchors, W_com, W_int, labels, grasp_name, f0, D, G, T,
+                                      tau, self._tau_prev)
+            fallbacks += fallback
+            if d_tau is not None:
                 tau += d_tau
         else:
-            self._integral = None
-        self._stance = stance
+            self.internal.no_linkage(stance)
 
         # Torque continuity across a change of support (our addition, ``contact_set``): the
         # tasks' solution changes with the constrained space, so the offset to the last
@@ -586,7 +495,7 @@ class WholeBodyController(Controller):
             info["f_int_pred"] = dot(W_int, f_pred)
             info["f_int"] = f_int_meas if f_int_meas is not None else np.full(m_int, np.nan)
             info["f_int_labels"] = labels
-            info["int_integral"] = self._integral.copy()
+            info["int_integral"] = self.internal.integral.copy()
             if grasp_name == "eq82":
                 info["tension_ref"] = float(f_int_ref[0])
                 info["tension"] = float(info["f_int"][0])
@@ -633,38 +542,6 @@ class WholeBodyController(Controller):
         else:
             self._force_integral.pop(body.name, None)
         return F, (F_ref, F_meas, F)
-
-    # ------------------------------------------------------------------ internal forces
-    def _offsets(self, n_s: int) -> np.ndarray:
-        return np.arange(n_s, dtype=np.int64) * 6
-
-    def _general_layout(self, stance, anchors, rotations, com) -> tuple[np.ndarray, tuple]:
-        """Row specs and labels of the n_s ≥ 3 virtual linkage (``grasp.grasp_model``'s
-        general model), chosen when the support changes and kept while it lasts."""
-        if self._linkage is None or self._linkage[0] != stance:
-            grasp = grasp_model([ContactAnchor(P, R, "6d", name) for P, R, name
-                                 in zip(anchors, rotations, stance, strict=True)], com)
-            self._linkage = (stance, np.array(grasp.spec, dtype=np.int64).reshape(-1, 3),
-                             grasp.labels)
-        return self._linkage[1], self._linkage[2]
-
-    def _unloading_targets(self, t: float, stance, f_task: np.ndarray, f0: np.ndarray,
-                           D: np.ndarray) -> dict[int, np.ndarray]:
-        """Target wrenches (world, about the anchor) of the stance bodies being unloaded:
-        (1 − σ) w₀, w₀ their wrench under the last applied torques when the unloading started
-        (``control.contact_set``)."""
-        tau_prev = self._tau_prev
-        out = {}
-        for k, name in enumerate(stance):
-            sigma = self.transitions.unload_fraction(name, t)
-            if sigma is None:
-                self._unload_w0.pop(name, None)
-                continue
-            if name not in self._unload_w0:  # the wrench the last torques make (eq. 20)
-                source = f_task if tau_prev is None else f0 - np.dot(D, tau_prev)
-                self._unload_w0[name] = source[6 * k:6 * k + 6].copy()
-            out[k] = (1.0 - sigma) * self._unload_w0[name]
-        return out
 
     def _measured(self, meas: Measurement, stance) -> tuple[np.ndarray | None, np.ndarray]:
         """Measured sole wrenches of the stance bodies, (n_s, 6), or None if one is missing or
