@@ -51,7 +51,25 @@ PALM_HALF_LENGTH = 0.05  # the humanoid's palm: 0.10 × 0.08 m (config/humanoid.
 
 @dataclass(frozen=True)
 class LeanOnTableParams:
-    """Parameters of ``lean_on_table`` (module docstring) [m, s]."""
+    """Parameters of ``lean_on_table`` (module docstring) [m, s].
+
+    Attributes:
+        table_height: height of the table top [m].
+        table_x: x of the left palm's point on the table [m].
+        hand_y: y of the left palm's point on the table [m].
+        lean: forward CoM shift in three-contact support [m].
+        object_x: x of the object's near face [m].
+        object_y: y of the object's centre (the push line) [m].
+        push_height: right palm above the table top while pushing [m].
+        push_distance: length of the push stroke along +x [m].
+        reach_time: duration of the left hand's reach [s].
+        land_time: duration of the left hand's descent onto the table [s].
+        settle: pause before the lean [s].
+        lean_time: duration of the lean [s].
+        approach_time: duration of the right hand's move behind the object [s].
+        push_time: duration of the push stroke [s].
+        hold: pause at the end [s].
+    """
 
     table_height: float = 0.95
     table_x: float = 0.40

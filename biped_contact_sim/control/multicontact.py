@@ -49,7 +49,31 @@ def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = Tru
 
 @dataclass(frozen=True)
 class MultiContactParams:
-    """Parameters of ``multicontact`` (module docstring) [m, s, N]."""
+    """Parameters of ``multicontact`` (module docstring) [m, s, N].
+
+    Attributes:
+        table_height: height of the table top [m].
+        table_x: x of the palms' points on the table [m].
+        hand_y: |y| of the palms' points on the table [m].
+        panel_y: y of the vertical panel's face (normal +y) [m].
+        panel_x: x of the right palm's point on the panel [m].
+        panel_z: z of the right palm's point on the panel [m].
+        panel_force: normal force of the right hand on the panel [N].
+        lean: CoM shift towards the table in four-contact support [m].
+        reach_time: duration of the hands' reach [s].
+        land_time: duration of the hands' descent onto the table [s].
+        settle: pause before the lean [s].
+        lean_time: duration of the lean [s].
+        release_time: unloading of the right hand before it moves [s].
+        to_panel_time: duration of the right hand's move to the panel [s].
+        touch_time: duration of the right hand's approach onto the panel [s].
+        press_time: ramp of the panel force [s].
+        slide_time: duration of the slide along the panel [s].
+        slide_amplitude: stroke of the slide along x [m].
+        slide_period: period of the slide [s].
+        com_amplitude: amplitude of the CoM's vertical sinusoid [m].
+        com_period: period of the CoM's vertical sinusoid [s].
+    """
 
     table_height: float = 0.95
     table_x: float = 0.40
