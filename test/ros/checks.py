@@ -523,6 +523,12 @@ def check_a_wrench_of_every_contact_body_every_period(
     # The first few states may precede the discovery of the probe's wrench subscriptions (the
     # simulator publishes only to subscribers); after them every period's wrench must come.
     wanted = [s for s, _, _ in states[10:]]
+
+    def stamps(body):
+        return {stamp_ns(m) for m in probe.received[f"contact_wrench/{body}"]}
+
+    # The last period's wrenches may arrive after its joint_states.
+    probe.spin_until(lambda: all(set(wanted) <= stamps(b) for b in frames), 30.0)
     mean_fz = {}
     for body, frame in frames.items():
         msgs = {stamp_ns(m): m for m in probe.received[f"contact_wrench/{body}"]}
