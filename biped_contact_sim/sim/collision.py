@@ -652,35 +652,3 @@ def detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, tra
         if n < 0:
             return -1, nf, Rw, cw
     return n, nf, Rw, cw
-
-
-class GeometryWorkspace:
-    """Pinocchio's per-step terms of a model with geometry contacts (``TermsWorkspace`` for
-    every joint): ``computeAllTerms`` and ``cholesky.decompose``, the arrays held as views.
-
-    Attributes:
-        support: (njoints, nv) bool, the velocity components that move joint j (row 0, the
-            universe, is empty: the static world contributes nothing to ``J_c``).
-    """
-
-    def __init__(self, model: pin.Model, data: pin.Data):
-        self.model, self.data = model, data
-        self.support = np.zeros((model.njoints, model.nv), dtype=bool)
-        for j in range(1, model.njoints):
-            for k in model.supports[j]:
-                if k > 0:
-                    self.support[j, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
-        self.compute(pin.neutral(model), np.zeros(model.nv))
-
-    def compute(self, q: np.ndarray, v: np.ndarray) -> None:
-        """Run pinocchio's algorithms at (q, v) and take the views of the results."""
-        model, data = self.model, self.data
-        pin.computeAllTerms(model, data, q, v)
-        pin.cholesky.decompose(model, data)
-        # views are re-taken each step (a few µs): eigenpy may hand out copies of 3-vectors
-        self.J, self.nle, self.U, self.D = data.J, data.nle, data.U, data.D
-        r = range(model.njoints)
-        self.rotations = tuple(data.oMi[j].rotation for j in r)
-        self.translations = tuple(data.oMi[j].translation for j in r)
-        self.velocities = tuple(data.v[j].vector for j in r)
-        self.accelerations = tuple(data.a[j].vector for j in r)

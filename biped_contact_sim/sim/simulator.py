@@ -31,9 +31,15 @@ from biped_contact_sim.contact import ContactModel, ContactState
 from biped_contact_sim.errors import DIVERGED, ConfigError, DivergenceError, InputError
 from biped_contact_sim.robot import RobotModel, TermsWorkspace
 from biped_contact_sim.robot.kernels import euler_step, euler_velocity, step_terms
+from biped_contact_sim.sim.collision import CollisionSettings, Contacts
+from biped_contact_sim.sim.contact_geometry import GeometryContacts, world_from_terrain
 from biped_contact_sim.sim.terrain import PlaneTerrain
+from biped_contact_sim.sim.world import World, object_state
 
 INTEGRATORS = ("semi_implicit_euler", "rk4")
+#: ``points``: the configured sole points against the terrain plane (the papers' contacts);
+#: ``geometry``: every collision geometry against the world (``sim.contact_geometry``)
+CONTACT_MODES = ("points", "geometry")
 
 
 @dataclass(frozen=True)
@@ -91,11 +97,17 @@ class StepResult:
         q_prev: the configuration at the start of the step (the forces acted there).
         energy_prev: kinetic + potential energy at the start of the step [J].
         tau_external: (nv,) generalized force of the external forces over the step, or None.
+        frames: (m, 3, 3) per-contact frames ``[t₁ t₂ n]`` (geometry contacts) or None (one
+            frame for every point: the terrain's).
+        contacts: the geometry contact set (``collision.Contacts``: bodies, points, ids) or
+            None; q_objects, v_objects: the free objects' state after the step (geometry
+            contacts with a world that has objects; else empty).
     """
 
-    __slots__ = ("_R", "_f_world", "a", "active", "energy_prev", "f_contact", "f_external",
-                 "ids", "p", "phi", "placements", "q", "q_prev", "stats", "t", "tau",
-                 "tau_external", "v", "vc", "vc_next")
+    __slots__ = ("_R", "_f_world", "a", "active", "contacts", "energy_prev", "f_contact",
+                 "f_external", "frames", "ids", "p", "phi", "placements", "q", "q_objects",
+                 "q_prev", "stats", "t", "tau", "tau_external", "v", "v_objects", "vc",
+                 "vc_next")
 
     def __init__(self, t: float, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau: np.ndarray,
                  p: np.ndarray, phi: np.ndarray, vc: np.ndarray, f_contact: np.ndarray,
@@ -111,13 +123,22 @@ class StepResult:
             placements
         self._R = R
         self.q_prev, self.energy_prev, self.tau_external = q_prev, energy_prev, tau_external
+        self.frames = self.contacts = None
+        self.q_objects = self.v_objects = _EMPTY
 
     @property
     def f_world(self) -> np.ndarray:
         """(m, 3) contact forces in the world frame (rotated on first use)."""
         if self._f_world is None:
-            self._f_world = self.f_contact if self._R is None else self.f_contact @ self._R.T
+            if self.frames is not None:
+                self._f_world = np.einsum("mij,mj->mi", self.frames, self.f_contact)
+            else:
+                self._f_world = self.f_contact if self._R is None else \
+                    self.f_contact @ self._R.T
         return self._f_world
+
+
+_EMPTY = np.zeros(0)
 
 
 class StepTerms:
@@ -137,28 +158,56 @@ class StepTerms:
 
 
 class Simulator:
-    """Steps a ``RobotModel`` on a ``PlaneTerrain`` with a contact model.
+    """Steps a ``RobotModel`` on a ``PlaneTerrain`` (or in a ``World``) with a contact model.
 
     Args:
         robot: the robot model (its pinocchio model is shared, never mutated).
         contact: a contact model from ``biped_contact_sim.contact.make_contact_model``.
         terrain: the ground or ramp.
         settings: step size and integrator.
+        world: the world of ``contacts="geometry"`` (default: the terrain's plane and μ).
+        contacts: one of ``CONTACT_MODES``. With ``geometry`` the free objects of the world
+            are bodies of the dynamics after the robot: ``q``, ``v`` stay the robot's,
+            ``q_objects``, ``v_objects`` hold the objects' (7 and 6 per object).
+        collision: detection settings (``geometry``).
 
     Raises:
         ConfigError: the contact model refuses dt/integrator (e.g. penalty_fl with dt·k_v ≥ 2)
-            or its stiffness for this robot's inertia (spring_damper, ``check_inertia``).
+            or its stiffness for this robot's inertia (spring_damper, ``check_inertia``); an
+            unknown contact mode; a world with boxes or objects for ``points`` contacts.
     """
 
     def __init__(self, robot: RobotModel, contact: ContactModel,
-                 terrain: PlaneTerrain | None = None, settings: SimSettings | None = None):
+                 terrain: PlaneTerrain | None = None, settings: SimSettings | None = None,
+                 world: World | None = None, contacts: str = "points",
+                 collision: CollisionSettings | None = None):
         self.robot = robot
         self.contact = contact
         self.terrain = terrain or PlaneTerrain()
         self.settings = settings or SimSettings()
         contact.check(self.settings.dt, self.settings.integrator)
-        self.data = robot.create_data()
-        self.workspace = TermsWorkspace(robot, self.data)
+        if contacts not in CONTACT_MODES:
+            raise ConfigError(f"Unknown contacts mode {contacts!r}. Valid: "
+                              + ", ".join(CONTACT_MODES))
+        self.contacts = contacts
+        self.geometry: GeometryContacts | None = None
+        if contacts == "geometry":
+            self.world = world if world is not None else world_from_terrain(self.terrain)
+            self.geometry = GeometryContacts(robot, self.world, collision)
+            self.model = self.geometry.model
+            self.data = self.geometry.data
+            self.workspace = self.geometry.workspace
+        else:
+            if world is not None and (world.boxes or world.objects or len(world.planes) > 1):
+                raise ConfigError("a world with boxes, objects or several planes needs "
+                                  "contacts: geometry (points contacts touch one plane)")
+            self.world = world
+            self.model = robot.model
+            self.data = robot.create_data()
+            self.workspace = TermsWorkspace(robot, self.data)
+        self._contact_set: Contacts | None = None
+        self.q_objects, self.v_objects = object_state(self.world) if self.geometry else \
+            (_EMPTY, _EMPTY)
         self._external: list[tuple[ExternalForce, int, np.ndarray]] = []
         self._R = self.terrain.R
         self._frames = self._R[None].copy()  # one contact frame shared by every point
@@ -167,9 +216,10 @@ class Simulator:
         self._mu = np.full(robot.n_points, self.terrain.mu)
         self._ids = np.arange(robot.n_points)
         self._v_idx = robot.v_idx.astype(np.int64)
-        self._zero_nv = np.zeros(robot.nv)
+        self._zero_nv = np.zeros(self.model.nv)
         self._n_joints = robot.n_joints
-        self._nv = robot.nv
+        self._nv = self.model.nv
+        self._has_objects = self.model.nq != robot.nq
         self._f_ext: np.ndarray | None = None
         self._tau_ext: np.ndarray | None = None
         self._euler = self.settings.integrator == "semi_implicit_euler"
@@ -181,12 +231,22 @@ class Simulator:
     def dt(self) -> float:
         return self.settings.dt
 
-    def reset(self, q: np.ndarray, v: np.ndarray | None = None, t: float = 0.0) -> None:
-        """Set the state (and forget the contact model's internal state).
+    def reset(self, q: np.ndarray, v: np.ndarray | None = None, t: float = 0.0,
+              q_objects: np.ndarray | None = None, v_objects: np.ndarray | None = None) -> None:
+        """Set the robot's state (and forget the contact model's internal state); the free
+        objects' state is the world's initial one unless given.
 
         Raises:
             InputError: wrong lengths or a value that is not finite; nothing changes.
         """
+        if self.geometry is not None:
+            q0, v0 = object_state(self.world)
+            q_objects = q0 if q_objects is None else np.asarray(q_objects, float)
+            v_objects = v0 if v_objects is None else np.asarray(v_objects, float)
+            if q_objects.shape != q0.shape or v_objects.shape != v0.shape or not (
+                    np.isfinite(q_objects).all() and np.isfinite(v_objects).all()):
+                raise InputError(f"reset: q_objects must have {len(q0)} and v_objects "
+                                 f"{len(v0)} finite values")
         q = np.asarray(q, float)
         v = np.zeros(self.robot.nv) if v is None else np.asarray(v, float)
         if q.shape != (self.robot.nq,) or v.shape != (self.robot.nv,):
@@ -195,13 +255,28 @@ class Simulator:
         if not (np.isfinite(q).all() and np.isfinite(v).all() and np.isfinite(t)):
             raise InputError("reset: q, v and t must be finite")
         self.q, self.v, self.t = q.copy(), v.copy(), float(t)
+        if self.geometry is not None:
+            self.q_objects, self.v_objects = q_objects.copy(), v_objects.copy()
         self.contact.reset(self.robot.n_points)
         if not self._inertia_checked and self.robot.n_points:
             # Mass-dependent stability (spring_damper), at the first configuration set.
-            _, state = self.contact_state(self.q, self.v, np.zeros(self._n_joints))
-            self.contact.check_inertia(self.settings.dt,
-                                       state.delassus(np.arange(self.robot.n_points))[0])
-            self._inertia_checked = True
+            _, state = self.contact_state(*self.full_state(), np.zeros(self._n_joints))
+            if state.n_points:
+                self.contact.check_inertia(self.settings.dt,
+                                           state.delassus(np.arange(state.n_points))[0])
+                self._inertia_checked = True
+
+    def full_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """(q, v) of the whole model: the robot's, then the free objects' (geometry)."""
+        if not self._has_objects:
+            return self.q, self.v
+        return np.concatenate([self.q, self.q_objects]), np.concatenate([self.v, self.v_objects])
+
+    def energy(self) -> float:
+        """Kinetic + potential energy of every body (robot and objects) at the state [J]."""
+        q, v = self.full_state()
+        return float(pin.computeKineticEnergy(self.model, self.data, q, v)
+                     + pin.computePotentialEnergy(self.model, self.data, q))
 
     def add_external_force(self, external: ExternalForce) -> None:
         """Schedule an external force (kept across ``reset``; ``clear_external_forces``).
@@ -209,7 +284,7 @@ class Simulator:
         Raises:
             ConfigError: unknown frame (listing the model's frames) or a malformed force.
         """
-        model = self.robot.model
+        model = self.model
         if not model.existFrame(external.frame):
             raise ConfigError(f"Unknown frame {external.frame!r} for an external force. "
                               f"Frames: {', '.join(f.name for f in model.frames)}")
@@ -227,7 +302,7 @@ class Simulator:
         gen, total = self._zero_nv, None
         for ext, frame_id, force in self._external:
             if ext.t_start <= t < ext.t_end:
-                J = pin.getFrameJacobian(self.robot.model, self.data, frame_id,
+                J = pin.getFrameJacobian(self.model, self.data, frame_id,
                                          pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3]
                 gen = gen + J.T @ force
                 total = force if total is None else total + force
@@ -250,11 +325,15 @@ class Simulator:
             raise InputError("torque command contains NaN or Inf")
         return out
 
-    def contact_state(self, q: np.ndarray, v: np.ndarray,
-                      tau: np.ndarray) -> tuple[StepTerms, ContactState]:
+    def contact_state(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray,
+                      contacts: Contacts | None = None) -> tuple[StepTerms, ContactState]:
         """The contact model's view of (q, v) under τ: points in contact frames, Jacobians,
         drifts and the factor of M (``TermsWorkspace``, ``robot.kernels.step_terms``); also
         sets the external force active at the current time.
+
+        With geometry contacts, q and v are the whole model's (``full_state``; the robot's
+        alone when there are no objects) and the contact set is detected at q (kept in
+        ``last_contacts``) unless ``contacts`` is given (RK4 stages).
 
         Raises:
             InputError: τ has the wrong length or is not finite.
@@ -273,6 +352,15 @@ class Simulator:
             extra, self._f_ext = self._external_force(self.t)
             if self._f_ext is not None:
                 self._tau_ext = extra
+        if self.geometry is not None:
+            if contacts is None:
+                contacts = self._contact_set = self.geometry.detect()
+            W, p, state, finite = self.geometry.state(
+                v, tau, self._limit, self._v_idx, extra, self.settings.dt, self._n_joints,
+                contacts)
+            if not finite:
+                raise InputError("torque command contains NaN or Inf")
+            return StepTerms(p, None, W, self._n_joints), state
         W, p, phi, pt, vc, placements, finite = step_terms(
             ws.J, ws.U, ws.D, ws.nle, v, tau, self._limit, self._v_idx, extra, ws.rotations,
             ws.translations, ws.velocities, ws.accelerations, ws.support, ws.point_body,
@@ -286,11 +374,16 @@ class Simulator:
     def _chart_velocity(self, q: np.ndarray, xi: np.ndarray, v: np.ndarray) -> np.ndarray:
         """ξ̇ = J(ξ)⁻¹ v: the rate of the chart coordinate ξ (q = q₀ ⊕ ξ) of a configuration
         moving with velocity v, J = ∂(q₀ ⊕ ξ)/∂ξ (pinocchio ``dIntegrate``, ARG1)."""
-        J = pin.dIntegrate(self.robot.model, q, xi, pin.ArgumentPosition.ARG1)
+        J = pin.dIntegrate(self.model, q, xi, pin.ArgumentPosition.ARG1)
         return np.linalg.solve(J, v)
 
+    @property
+    def last_contacts(self) -> Contacts | None:
+        """The geometry contact set of the last ``contact_state`` (None for points)."""
+        return self._contact_set
+
     def _acceleration(self, q, v, tau, commit):
-        terms, state = self.contact_state(q, v, tau)
+        terms, state = self.contact_state(q, v, tau, self._contact_set)
         res = self.contact.compute(state, commit=commit)
         return state.contact_acceleration(res.f), terms, state, res
 
@@ -301,8 +394,9 @@ class Simulator:
             InputError: malformed τ (nothing changes).
             DivergenceError: the new state is NaN/Inf or too fast (not committed).
         """
-        settings, q, v = self.settings, self.q, self.v
-        dt, model = settings.dt, self.robot.model
+        settings, q_robot = self.settings, self.q
+        q, v = self.full_state()
+        dt, model = settings.dt, self.model
         terms, state = self.contact_state(q, v, tau)
         data = self.data
         energy = data.kinetic_energy + data.potential_energy  # at (q, v), by computeAllTerms
@@ -346,9 +440,17 @@ class Simulator:
         else:
             q_new = pin.integrate(model, q, dt / 6.0 * (v + 2 * k2 + 2 * k3 + k4))
         # q stays finite: v⁺ is finite and bounded, q was finite (checked by reset).
+        if self._has_objects:  # the robot's prefix for the outside; the objects apart
+            nq, nv = self.robot.nq, self.robot.nv
+            self.q_objects, self.v_objects = q_new[nq:], v_new[nv:]
+            q_new, v_new, a = q_new[:nq], v_new[:nv], a[:nv]
+            tau_ext = None if tau_ext is None else tau_ext[:nv]
         result = StepResult(t_new, q_new, v_new, a, tau, terms.p, state.phi, state.vc, f, None,
                             res.active, res.stats, vc_next, f_ext, state.ids, terms.placements,
-                            self._R_world, q, energy, tau_ext)
+                            self._R_world, q_robot, energy, tau_ext)
+        if self.geometry is not None:
+            result.frames, result.contacts = self._contact_set.frames, self._contact_set
+            result.q_objects, result.v_objects = self.q_objects, self.v_objects
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
 

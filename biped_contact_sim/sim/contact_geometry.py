@@ -1,0 +1,170 @@
+"""Geometry contacts in the step (``Simulator(contacts="geometry")``; docs/methods.md §1).
+
+The model is the robot's with the world's free objects appended as free-flyer roots
+(``world.build_world_model``: the robot's q, v are a prefix of the whole state). Per step:
+pinocchio's ``computeAllTerms`` and ``cholesky.decompose`` (``GeometryWorkspace``), the contact
+set from ``collision.Detector``, then ``geometry_step_terms``: for contact i between p₁ on body 1
+and p₂ on body 2 with frame ``C_i = [t₁ t₂ n]``,
+
+    φ_i = nᵀ(p₁ − p₂),   v_c,i = C_iᵀ(ṗ₁ − ṗ₂),   J_c,i = C_iᵀ(J₁(p₁) − J₂(p₂)),
+    γ_c,i = C_iᵀ(J̇₁v − J̇₂v)   (C_i held fixed over the step),
+
+with J_b(p) the point Jacobian of body b (``robot.kernels.point_terms``; the static world has
+none), and the free motion and the factor of M in the buffer the contact models read
+(``robot.kernels.step_terms``'s layout). The contact models see only contact-frame quantities,
+so a changing number of contacts with non-parallel normals needs nothing more from them; their
+per-contact state is keyed by ``ContactState.ids`` (the detector's feature ids).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pinocchio as pin
+from numba import njit
+
+from biped_contact_sim.contact import ContactState
+from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.robot.kernels import free_motion, packed_size, point_terms, unpack
+from biped_contact_sim.sim.collision import CollisionSettings, Contacts, Detector
+from biped_contact_sim.sim.terrain import PlaneTerrain
+from biped_contact_sim.sim.world import ContactLaw, Plane, World, build_world_model
+
+
+# --------------------------------------------------------------------- per-step terms
+@njit(cache=True, error_model="numpy")
+def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations,
+                        velocities, accelerations, support, body1, local1, body2, local2,
+                        frames):
+    """``robot.kernels.step_terms`` for contacts between two bodies: the point terms of p₁ on
+    body 1 minus those of p₂ on body 2 (``J_c = Cᵀ(J₁ − J₂)``, ``γ_c``, ``v_c`` likewise;
+    body 0, the world, contributes nothing), then ``free_motion``. The gap is ``nᵀ(p₁ − p₂)``
+    with both points moved with their bodies from where they were detected (``local1``,
+    ``local2`` in the joint frames).
+
+    Returns:
+        W, p₁ (m, 3), phi, vc, finite (``step_terms``'s buffer layout).
+    """
+    nv = v.shape[0]
+    nj = tau.shape[0]
+    m = body1.shape[0]
+    W = np.empty(packed_size(m, nv, nj))
+    Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
+    finite = True
+    for j in range(nj):
+        x = tau[j]
+        if not abs(x) <= 1e308:
+            finite = False
+        tc_o[j] = min(max(x, -limit[j]), limit[j])
+    origin = np.zeros((m, 3))  # point_terms reads origins[i] (its phi is not used)
+    p, phi, pt, vc, _ = point_terms(J, v, rotations, translations, velocities, accelerations,
+                                    support, body1, local1, frames, origin, Jc_o, gc_o)
+    Jc2 = np.empty((3 * m, nv))
+    gc2 = np.empty(3 * m)
+    p2, _, _, vc2, _ = point_terms(J, v, rotations, translations, velocities, accelerations,
+                                   support, body2, local2, frames, origin, Jc2, gc2)
+    for r in range(3 * m):
+        gc_o[r] -= gc2[r]
+        for k in range(nv):
+            Jc_o[r, k] -= Jc2[r, k]
+    for i in range(m):
+        C = frames[i]
+        phi[i] = C[0, 2] * (p[i, 0] - p2[i, 0]) + C[1, 2] * (p[i, 1] - p2[i, 1]) \
+            + C[2, 2] * (p[i, 2] - p2[i, 2])
+        for c in range(3):
+            vc[i, c] -= vc2[i, c]
+    free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
+    return W, p, phi, vc, finite
+
+
+class GeometryWorkspace:
+    """Pinocchio's per-step terms of a model with geometry contacts (``TermsWorkspace`` for
+    every joint): ``computeAllTerms`` and ``cholesky.decompose``, the arrays held as views.
+
+    Attributes:
+        support: (njoints, nv) bool, the velocity components that move joint j (row 0, the
+            universe, is empty: the static world contributes nothing to ``J_c``).
+    """
+
+    def __init__(self, model: pin.Model, data: pin.Data):
+        self.model, self.data = model, data
+        self.support = np.zeros((model.njoints, model.nv), dtype=bool)
+        for j in range(1, model.njoints):
+            for k in model.supports[j]:
+                if k > 0:
+                    self.support[j, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
+        self.compute(pin.neutral(model), np.zeros(model.nv))
+
+    def compute(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Run pinocchio's algorithms at (q, v) and take the views of the results."""
+        model, data = self.model, self.data
+        pin.computeAllTerms(model, data, q, v)
+        pin.cholesky.decompose(model, data)
+        # views are re-taken each step (a few µs): eigenpy may hand out copies of 3-vectors
+        self.J, self.nle, self.U, self.D = data.J, data.nle, data.U, data.D
+        r = range(model.njoints)
+        self.rotations = tuple(data.oMi[j].rotation for j in r)
+        self.translations = tuple(data.oMi[j].translation for j in r)
+        self.velocities = tuple(data.v[j].vector for j in r)
+        self.accelerations = tuple(data.a[j].vector for j in r)
+
+
+def world_from_terrain(terrain: PlaneTerrain) -> World:
+    """The world of a scenario without a world file: its ground or ramp plane and μ."""
+    return World((Plane("ground", terrain.normal, np.array([0.0, 0.0, terrain.height]),
+                        "default"),), default=ContactLaw(terrain.mu))
+
+
+class GeometryContacts:
+    """The simulator's geometry-contact path: the whole model, its Data, the detector.
+
+    Args:
+        robot: the robot (its ``<collision>`` tags are read from its URDF).
+        world: the world (``world_from_terrain`` for a plain ground).
+        settings: detection settings.
+
+    Attributes:
+        model, data: robot + free objects (pinocchio); object_joints: each object's joint.
+        nq_robot, nv_robot: the robot's prefix of q and v.
+        detect_time: seconds spent in detection so far; detect_calls: how many detections.
+    """
+
+    def __init__(self, robot: RobotModel, world: World, settings: CollisionSettings | None):
+        self.robot, self.world = robot, world
+        self.model, self.object_joints = build_world_model(robot.model, world)
+        try:
+            geom = pin.buildGeomFromUrdf(robot.model, str(robot.config.urdf_path),
+                                         pin.GeometryType.COLLISION)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ConfigError(f"Cannot read the collision geometry of {robot.config.urdf_path}:"
+                              f" {exc}") from exc
+        self.detector = Detector(self.model, geom, world, self.object_joints, settings)
+        self.data = self.model.createData()
+        self.workspace = GeometryWorkspace(self.model, self.data)
+        self.nq_robot, self.nv_robot = robot.nq, robot.nv
+        self.detect_time, self.detect_calls = 0.0, 0
+
+    def detect(self) -> Contacts:
+        """The contacts at the configuration of the last ``workspace.compute``."""
+        t0 = time.perf_counter()
+        contacts = self.detector.detect(self.data)
+        self.detect_time += time.perf_counter() - t0
+        self.detect_calls += 1
+        return contacts
+
+    def state(self, v: np.ndarray, tau: np.ndarray, limit: np.ndarray, v_idx: np.ndarray,
+              extra: np.ndarray, dt: float, nj: int,
+              contacts: Contacts) -> tuple[np.ndarray, np.ndarray, ContactState, bool]:
+        """``(W, p₁, ContactState, finite)`` at the last ``workspace.compute`` for ``contacts``
+        (detected there, or at the step's start for the RK4 stages: the same feature points,
+        their gaps and Jacobians at the stage's configuration)."""
+        ws = self.workspace
+        W, p, phi, vc, finite = geometry_step_terms(
+            ws.J, ws.U, ws.D, ws.nle, v, tau, limit, v_idx, extra, ws.rotations,
+            ws.translations, ws.velocities, ws.accelerations, ws.support, contacts.body1,
+            contacts.local1, contacts.body2, contacts.local2, contacts.frames)
+        state = ContactState.from_packed(dt, phi, vc, contacts.p_tangent, contacts.mu,
+                                         contacts.ids, (W, len(phi), self.model.nv, nj))
+        return W, p, state, finite
