@@ -333,6 +333,10 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
             row.update(median_step_us=med, steps=len(times[model]), error=benches[model].error,
                        mean_step_us=1e6 * float(np.mean(times[model])) if times[model] else None,
                        peer_step_us=peer_us, ratio_to_peer=_ratio(med, peer_us))
+            geo = benches[model].sim.geometry  # geometry contacts: detection timed apart
+            if geo is not None and geo.detect_calls and row["mean_step_us"]:
+                row["detect_us"] = 1e6 * geo.detect_time / geo.detect_calls
+                row["detect_share"] = row["detect_us"] / row["mean_step_us"]
         out["results"].append(row)
         log(_row_text(model, row))
     if peer_us is not None:
@@ -386,6 +390,8 @@ def _row_text(model: str, row: dict[str, Any]) -> str:
         return f"  {model:20s} {'-':>10s}           ({row['error']})"
     ratio = f"  {row['ratio_to_peer']:5.1f}× MuJoCo" if row["ratio_to_peer"] else ""
     note = f"  ({row['error']})" if row["error"] else ""
+    if row.get("detect_us") is not None:
+        note += f"  (detection {row['detect_us']:.1f} µs, {100 * row['detect_share']:.0f} %)"
     return f"  {model:20s} {row['median_step_us']:10.1f} µs/step{ratio}{note}"
 
 

@@ -250,7 +250,8 @@ def build(scenario_name: str, contact_model: str | None = None, controller: str 
     contact = make_contact_model(model_name, **settings)
     robot = scenario.make_robot(params)
     sim = Simulator(robot, contact, scenario.terrain(params),
-                    SimSettings(dt=scenario.dt if dt is None else dt, integrator=integrator))
+                    SimSettings(dt=scenario.dt if dt is None else dt, integrator=integrator),
+                    **scenario.simulator_options(params))
     for external in scenario.external_forces(params):
         sim.add_external_force(external)
     q0, v0 = scenario.initial_state(robot, params)
@@ -589,9 +590,7 @@ def energy_balance(e: np.ndarray, robot: RobotModel, sim: Simulator) -> dict[str
     created at any time (``max_t (ΔE(t) − W(t))`` ≥ 0) with its time and the tolerance above
     which it is a warning (``ENERGY_ATOL + ENERGY_RTOL (|E₀| + Σ|τ·v| dt)``: semi-implicit
     Euler's own energy error is of that order, not a physical source)."""
-    data = robot.create_data()
-    final = float(pin.computeKineticEnergy(robot.model, data, sim.q, sim.v)
-                  + pin.computePotentialEnergy(robot.model, data, sim.q))
+    final = sim.energy()  # every body: the robot and a world's free objects
     w_tau, w_ext, e0 = float(e[E_WORK_TAU]), float(e[E_WORK_EXT]), float(e[E_FIRST])
     diss_end = w_tau + w_ext - (final - e0)
     created = max(0.0, -float(e[E_MIN_DISS]), -diss_end)

@@ -323,8 +323,11 @@ def timeseries_row(robot: RobotModel, sample: Sample) -> list[float | str]:
     row += step.q[root_q:root_q + n_base].tolist()
     row += step.q[robot.q_idx].tolist()
     row += step.tau.tolist()
-    row += step.phi.tolist()
-    row += step.f_contact[:, 2].tolist()
+    if step.contacts is None:
+        row += step.phi.tolist()
+        row += step.f_contact[:, 2].tolist()
+    else:  # geometry contacts: no configured points (their set changes; trace.mcap has them)
+        row += [""] * (2 * robot.n_points)
     for foot in obs.feet:
         row += _xy(foot.cop)
     row += _xy(obs.zmp)

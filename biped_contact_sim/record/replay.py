@@ -153,11 +153,15 @@ class Overlays:
         out[:, 6] = 1.0  # identity quaternion
         out[:, 7:] = HIDDEN_SCALE
         k = 0
-        for i in range(self.n_points):
+        shown: np.ndarray | range = range(self.n_points)
+        if step.contacts is not None:  # geometry contacts: the n_points largest forces
+            shown = np.argsort(-np.linalg.norm(step.f_world, axis=1))[:self.n_points]
+        for i in shown:
             f = step.f_world[i] * self.force_scale
             if step.active[i] and np.linalg.norm(f) > 1e-4:
                 out[k] = _segment(step.p[i], step.p[i] + f, 1.0)
             k += 1
+        k = self.n_points
         for foot in obs.feet:
             if foot.cop is not None:
                 out[k, :3], out[k, 7:] = foot.cop, 1.0

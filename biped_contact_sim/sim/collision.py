@@ -141,10 +141,14 @@ class Contacts:
         local1, local2: (m, 3) the points in their joint frames; p_tangent: (m, 2) tangential
         coordinates about a point fixed on body 2; geom1: (m,) index of body 1's geometry;
         other: (m,) the feature of body 2 (plane k, static box P + k, geometry P + S + g).
+        on_ground: (m,) bool, body 2 is the world's ground plane; joint_names: the model's
+            joint names (a body's name is its joint's; the root of an object is
+            ``<object>_root``).
     """
 
-    __slots__ = ("body1", "body2", "frames", "geom1", "ids", "local1", "local2", "mu", "normal",
-                 "other", "p1", "p2", "p_tangent", "phi", "restitution")
+    __slots__ = ("body1", "body2", "frames", "geom1", "ids", "joint_names", "local1", "local2",
+                 "mu", "normal", "on_ground", "other", "p1", "p2", "p_tangent", "phi",
+                 "restitution")
 
     def __len__(self) -> int:
         return len(self.phi)
@@ -188,6 +192,8 @@ class Detector:
         self._box_shapes = tuple(coal.Box(*b.size) for b in world.boxes)
         self._capacity = 64
         self._views = None
+        self._ground = next((k for k, p in enumerate(world.planes) if p.name == "ground"), -1)
+        self._joint_names = tuple(model.names)
         self._request = coal.DistanceRequest()
         self.fallback_calls = 0  # coal.distance calls so far (pairs without a closed form)
 
@@ -218,8 +224,11 @@ class Detector:
             self._capacity *= 2
         if nf:
             n = self._fallback(out, n, nf, Rw, cw, rotations, translations)
-        return _contacts(out, n, rotations, translations, self.e_table,
-                         g.material, self._feature_material())
+        c = _contacts(out, n, rotations, translations, self.e_table, g.material,
+                      self._feature_material())
+        c.on_ground = c.other == self._ground
+        c.joint_names = self._joint_names
+        return c
 
     def _feature_material(self) -> np.ndarray:
         return np.concatenate([self.plane_mat, self.box_mat, self.geoms.material])
@@ -466,7 +475,7 @@ def _box_box(out, n, R1, c1, h1, R2, c2, h2, margin, b1, b2, key, mu, anchor, g,
     """Box 1 (body b1) against box 2 (body b2): separating axes over the 6 face normals, then
     the incident face clipped by the reference face; normal from box 2 towards box 1."""
     d = c1 - c2
-    best, ref_is_2, axis = -1e300, True, 0
+    best, sep, ref_is_2, axis = -1e300, -1e300, True, 0
     for which in range(2):
         Ra, Rb, ha, hb = (R2, R1, h2, h1) if which == 0 else (R1, R2, h1, h2)
         for i in range(3):
@@ -475,9 +484,10 @@ def _box_box(out, n, R1, c1, h1, R2, c2, h2, margin, b1, b2, key, mu, anchor, g,
             for j in range(3):
                 s -= hb[j] * abs(_dot(a, _col(Rb, j)))
             bias = _PREFER_STATIC if (which == 0 and static2) else 0.0
-            if s - bias > best:
-                best, ref_is_2, axis = s - bias, which == 0, i
-    if best > margin:
+            if s + bias > best:  # a static face wins ties (within the bias)
+                best, ref_is_2, axis = s + bias, which == 0, i
+                sep = s
+    if sep > margin:
         return n
     if ref_is_2:
         Rr, cr, hr, Ri, ci, hi = R2, c2, h2, R1, c1, h1

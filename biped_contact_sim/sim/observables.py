@@ -58,6 +58,10 @@ class Observation:
     cone_violation: float  # [N]
     min_normal_force: float  # most negative normal force (sticking forces show here) [N]
     energy: float  # kinetic + potential [J]
+    #: geometry contacts: per body in contact (joint name), ``[F; τ]`` (6,) in the world frame,
+    #: τ about the joint origin; None with points contacts (``feet`` has the wrenches)
+    bodies: dict[str, np.ndarray] | None = None
+    zmp_reason: str | None = None  # why ``zmp`` is None when the support is not coplanar
 
 
 def convex_hull(points: np.ndarray) -> np.ndarray:
@@ -108,6 +112,8 @@ def foot_wrenches(robot: RobotModel, data: pin.Data, q: np.ndarray,
     controllers' ``Measurement.wrenches``. When q is the step's start configuration, the sole
     placements come from the joint placements the step computed (no kinematics again).
     """
+    if step.contacts is not None:
+        return _geometry_feet(robot, data, q, step, MIN_NORMAL_FORCE)[1]
     if step.placements is not None and step.q_prev is not None and (
             q is step.q_prev or np.array_equal(q, step.q_prev)):
         layout = _layout(robot)
@@ -144,6 +150,8 @@ class Observer:
         From the step's own joint placements by the compiled ``sole_wrenches`` and
         ``support_hull`` when q_prev is the step's start; else ``observe_reference``.
         """
+        if step.contacts is not None:
+            return self.observe_geometry(step, q_prev, v_prev)
         if step.placements is None or step.q_prev is None or not (
                 q_prev is step.q_prev or np.array_equal(q_prev, step.q_prev)):
             return self.observe_reference(step, q_prev, v_prev)
@@ -169,6 +177,64 @@ class Observer:
             com=com, support_polygon=hull, zmp_in_support=None if in_support < 0
             else bool(in_support), penetration=pen, cone_violation=cone, min_normal_force=fmin,
             energy=float(data.kinetic_energy + data.potential_energy))
+
+    def observe_geometry(self, step: StepResult, q_prev: np.ndarray,
+                         v_prev: np.ndarray) -> Observation:
+        """Observables of a step with geometry contacts (``StepResult.contacts``).
+
+        Contact i acts on body 1 with ``f_i`` (world) at p₁ and on body 2 with ``−f_i`` at p₂.
+        Per configured contact body (sole or palm frame k): its wrench and CoP from the
+        contacts on that body's link (as ``feet`` with points contacts). Per body in contact:
+        ``[Σ f; Σ (p − o_j) × f]`` about its joint origin o_j (world; a free object's torque is
+        about the mean of its contact points). ZMP: the CoP of the
+        ground contacts (normal forces along the ground normal) — defined only when every
+        contact carrying force is on the ground plane, else None with ``zmp_reason``; the
+        support polygon: the hull of those ground points.
+        """
+        robot, data, model = self.robot, self.data, self.robot.model
+        c, fc, fw = step.contacts, step.f_contact, step.f_world
+        fn = fc[:, 2]
+        feet, _, oMi = _geometry_feet(robot, data, q_prev, step, self.min_normal_force)
+        bodies: dict[str, np.ndarray] = {}
+        for side, sign, points in ((c.body1, 1.0, c.p1), (c.body2, -1.0, c.p2)):
+            for j in np.unique(side):
+                if j == 0:
+                    continue
+                sel = side == j
+                origin = oMi[j] if j < len(oMi) else points[sel].mean(axis=0)
+                f = sign * fw[sel]
+                w = np.concatenate([f.sum(axis=0),
+                                    np.cross(points[sel] - origin, f).sum(axis=0)])
+                name = c.joint_names[j]
+                bodies[name] = bodies[name] + w if name in bodies else w
+        carrying = step.active & (fn > 0)
+        ground = carrying & c.on_ground
+        zmp, reason, in_support = None, None, None
+        polygon = np.zeros((0, 2))
+        if ground.any():
+            polygon = convex_hull(self.terrain.to_contact(c.p2[ground])[:, :2])
+        if (carrying & ~c.on_ground).any():
+            names = sorted({c.joint_names[j] for j in c.body1[carrying & ~c.on_ground]})
+            reason = "support not coplanar: contacts off the ground plane on " + ", ".join(names)
+        elif fn[ground].sum() < self.min_normal_force:
+            reason = "no ground contact carrying force"
+        else:
+            zmp = (fn[ground] @ c.p2[ground]) / fn[ground].sum()
+            in_support = point_in_polygon(self.terrain.to_contact(zmp[None])[0, :2], polygon,
+                                          tol=1e-6)
+        zmp_c, com = self._centroidal(step, q_prev, v_prev)
+        ft = np.sqrt((fc[:, :2] ** 2).sum(axis=1))
+        cone = np.maximum(ft - c.mu * fn, 0.0)
+        pin.computeKineticEnergy(model, data, step.q, step.v)
+        pin.computePotentialEnergy(model, data, step.q)
+        return Observation(
+            t=step.t, feet=feet, zmp=zmp, zmp_centroidal=zmp_c, com=com,
+            support_polygon=polygon, zmp_in_support=in_support,
+            penetration=float(max(0.0, -step.phi.min())) if len(step.phi) else 0.0,
+            cone_violation=float(cone.max()) if len(cone) else 0.0,
+            min_normal_force=float(fn[step.active].min()) if step.active.any() else 0.0,
+            energy=float(data.kinetic_energy + data.potential_energy), bodies=bodies,
+            zmp_reason=reason)
 
     def _centroidal(self, step: StepResult, q_prev: np.ndarray, v_prev: np.ndarray):
         """ZMP from the centroidal dynamics (module docstring) and the CoM at (q_prev, v_prev)."""
@@ -235,6 +301,34 @@ class Observer:
             cone_violation=float(cone.max()) if len(cone) else 0.0,
             min_normal_force=float(fn[step.active].min()) if step.active.any() else 0.0,
             energy=float(data.kinetic_energy + data.potential_energy))
+
+
+def _geometry_feet(robot: RobotModel, data: pin.Data, q: np.ndarray, step: StepResult,
+                   min_normal_force: float) -> tuple[list, dict, list[np.ndarray]]:
+    """With geometry contacts, per configured contact body k (sole frame (o_k, R_k) on joint
+    j_k): the contacts on j_k's link, ``[R_kᵀ F_k; R_kᵀ τ_k]`` about o_k, Σ f_n and the CoP
+    (None below ``min_normal_force``), at q. Returns (FootObservations, {name: wrench},
+    joint origins (world))."""
+    pin.framesForwardKinematics(robot.model, data, q)
+    c, fw, fn = step.contacts, step.f_world, step.f_contact[:, 2]
+    oMi = [data.oMi[j].translation.copy() for j in range(robot.model.njoints)]
+    feet, wrenches = [], {}
+    for body in robot.contact_bodies:
+        j = robot.model.frames[body.frame_id].parentJoint
+        oMs = data.oMf[body.frame_id]
+        s1, s2 = c.body1 == j, c.body2 == j
+        p = np.concatenate([c.p1[s1], c.p2[s2]])
+        f = np.concatenate([fw[s1], -fw[s2]])
+        force = f.sum(axis=0)
+        torque = np.cross(p - oMs.translation, f).sum(axis=0)
+        normal = np.concatenate([fn[s1], fn[s2]])
+        total = float(normal.sum())
+        cop = (normal @ p) / total if total >= min_normal_force else None
+        R = oMs.rotation
+        wrenches[body.name] = np.concatenate([R.T @ force, R.T @ torque])
+        feet.append(FootObservation(body.name, body.frame, R.T @ force, R.T @ torque, total,
+                                    cop))
+    return feet, wrenches, oMi
 
 
 def _layout(robot: RobotModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

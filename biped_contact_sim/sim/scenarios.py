@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pinocchio as pin
 
 from biped_contact_sim.errors import ConfigError, unknown_name
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import ContactBodyConfig, load_robot_config
-from biped_contact_sim.sim.simulator import ExternalForce
+from biped_contact_sim.sim.simulator import CONTACT_MODES, ExternalForce
 from biped_contact_sim.sim.terrain import PlaneTerrain
+from biped_contact_sim.sim.world import load_world
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,10 @@ class Param:
 
 #: ``--set robot=NAME|FILE`` (``biped-sim run --robot``): another robot than the scenario's
 ROBOT_KEY = "robot"
+#: ``--set contacts=points|geometry``: the configured sole points or every collision geometry
+CONTACTS_KEY = "contacts"
+#: ``--set world=NAME|FILE``: a world file (``config/worlds``; implies geometry contacts)
+WORLD_KEY = "world"
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,27 @@ class Scenario:
     behavior: str | None = None  # reference generator for ctc / wbc (control.BEHAVIORS)
     external: Callable[[dict[str, Any]], list[ExternalForce]] | None = None
     robot_factory: Callable[[dict[str, Any]], RobotModel] | None = None
+    world: str | None = None  # world file (config/worlds/<name>.yaml); None: the terrain
+    contacts: str = "points"  # default contact mode (simulator.CONTACT_MODES)
+
+    def simulator_options(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``Simulator`` keyword arguments ``world`` and ``contacts`` of the scenario (a world
+        file implies geometry contacts; ``mu`` sets the world's default friction).
+
+        Raises:
+            ConfigError: unknown world, invalid world file, points contacts with a world.
+        """
+        contacts = params.get(CONTACTS_KEY) or self.contacts
+        name = params.get(WORLD_KEY) or self.world
+        world = None
+        if name is not None:
+            world = load_world(name, mu=params.get("mu"))
+            if params.get(CONTACTS_KEY) == "points" and (world.boxes or world.objects):
+                raise ConfigError(f"world {name!r} has boxes or objects: it needs "
+                                  "--set contacts=geometry")
+            if not params.get(CONTACTS_KEY):
+                contacts = "geometry"
+        return {"world": world, "contacts": contacts}
 
     def make_robot(self, params: dict[str, Any]) -> RobotModel:
         """The scenario's robot (``robot_factory`` or ``config/<robot>.yaml``, mass-scaled), or
@@ -114,11 +141,19 @@ class Scenario:
                                       "file")
                 params[key] = value
                 continue
+            if key in (CONTACTS_KEY, WORLD_KEY):
+                if key == CONTACTS_KEY and value not in CONTACT_MODES:
+                    raise ConfigError(f"--set contacts={value!r}: allowed "
+                                      + ", ".join(CONTACT_MODES))
+                if not isinstance(value, str) or not value:
+                    raise ConfigError(f"--set {key}={value!r}: expected a name")
+                params[key] = value
+                continue
             if key not in params:
                 raise ConfigError(
                     f"Unknown --set key {key!r} for scenario {self.name!r}. Accepted: "
-                    + ", ".join([*sorted(params), "contact.<setting>", "controller.<gain>",
-                                 "behavior.<param>"]))
+                    + ", ".join([*sorted(params), "contacts", "world", "contact.<setting>",
+                                 "controller.<gain>", "behavior.<param>"]))
             params[key] = self.params[key].check(key, value)
         return params
 
@@ -167,6 +202,45 @@ def _plate_state(robot, params):
     return q, np.zeros(robot.nv)
 
 
+def _fall_state(robot, params):
+    """The biped on its side (rolled 90° about x), its lowest geometry ``height`` above the
+    ground, limp (controller none)."""
+    q = robot.standing_configuration()
+    q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(np.pi / 2, 0.0, 0.0)).coeffs()
+    q[2] = 0.0
+    data = robot.create_data()
+    pin.forwardKinematics(robot.model, data, q)
+    geom = pin.buildGeomFromUrdf(robot.model, str(robot.config.urdf_path),
+                                 pin.GeometryType.COLLISION)
+    gdata = geom.createData()
+    pin.updateGeometryPlacements(robot.model, data, geom, gdata)
+    lowest = min(_lowest_z(g.geometry, gdata.oMg[k]) for k, g in
+                 enumerate(geom.geometryObjects))
+    q[2] = params["height"] - lowest
+    return q, np.zeros(robot.nv)
+
+
+def _lowest_z(shape, oMg) -> float:
+    """Lowest world z of a box, sphere or cylinder (axis z) placed at oMg."""
+    R, c = oMg.rotation, oMg.translation
+    if hasattr(shape, "halfSide"):
+        return float(c[2] - np.abs(R[2]) @ np.asarray(shape.halfSide))
+    if hasattr(shape, "halfLength"):
+        a = R[2, 2]
+        return float(c[2] - shape.halfLength * abs(a) - shape.radius * np.sqrt(1 - a * a))
+    return float(c[2] - shape.radius)
+
+
+def _box_state(robot, params):
+    """The box robot resting on the ground (bottom face at z = 0)."""
+    return robot.configuration([0.0, 0.0, 0.05]), np.zeros(robot.nv)
+
+
+def _box_push(params):
+    """A horizontal push (+x) on the box's centre, ``push_force`` N from ``push_time`` on."""
+    return [ExternalForce("box", (params["push_force"], 0.0, 0.0), params["push_time"])]
+
+
 _BIPED_CONTACT = {
     "penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6},
     # Damping per point is bounded by the light feet: the foot's rocking mode on four
@@ -179,6 +253,13 @@ _BIPED_CONTACT = {
 _WALK_CONTACT = {**_BIPED_CONTACT,
                  "penalty_fl": {**_BIPED_CONTACT["penalty_fl"], "separation_damping": True}}
 _PD = "joint_pd"
+# Geometry contacts of the biped: more points on light links than the soles' eight.
+_GEOMETRY_CONTACT = {**_BIPED_CONTACT,
+                     "penalty_fl": {**_BIPED_CONTACT["penalty_fl"],
+                                    "separation_damping": True}}
+_BOX_CONTACT = {"penalty_fl": {"separation_damping": True},
+                "spring_damper": {"stiffness": 2e4, "damping": 50.0,
+                                  "tangential_stiffness": 2e4, "tangential_damping": 50.0}}
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario(
@@ -262,6 +343,34 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
                 "mu": Param(0.8, "friction coefficient", lo=0.0)},
         initial_state=_plate_state, robot_factory=_plate,
         contact_defaults={"penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6}}),
+    Scenario(
+        "fall", "Limp 3-D biped dropped on its side from 0.5 m: every collision box and "
+        "cylinder of the URDF lands on the ground (geometry contacts).", "biped3d",
+        duration=2.0, dt=1e-3,
+        params={"height": Param(0.5, "height of the lowest geometry above the ground [m]",
+                                lo=0.0),
+                "mu": Param(0.8, "friction coefficient", lo=0.0)},
+        initial_state=_fall_state, contact_defaults=_GEOMETRY_CONTACT, contacts="geometry"),
+    Scenario(
+        "step", "3-D biped standing with its heels (5 cm) over the edge of a 5 cm step, "
+        "joints held by a PD (world step: the soles touch the step and its edge).", "biped3d",
+        duration=2.0, dt=1e-3, params={"mu": Param(0.8, "friction coefficient", lo=0.0)},
+        initial_state=_standing_state, contact_defaults=_GEOMETRY_CONTACT, controller=_PD,
+        biped=True, world="step"),
+    Scenario(
+        "box_push", "A 2 kg box pushed along the ground by a horizontal force on its centre: "
+        "sticks below mu m g, slides above at (F - mu m g)/m (geometry contacts).", "box",
+        duration=1.0, dt=1e-3,
+        params={"mu": Param(0.5, "friction coefficient", lo=0.0),
+                "push_force": Param(15.0, "horizontal (+x) push on the box [N]"),
+                "push_time": Param(0.1, "start of the push [s]", lo=0.0)},
+        initial_state=_box_state, external=_box_push, contact_defaults=_BOX_CONTACT,
+        contacts="geometry"),
+    Scenario(
+        "box_stack", "A 1 kg box resting on the 2 kg box robot on the ground: both at rest "
+        "without creep (world box_stack, geometry contacts).", "box", duration=1.0,
+        dt=1e-3, params={"mu": Param(0.5, "friction coefficient", lo=0.0)},
+        initial_state=_box_state, contact_defaults=_BOX_CONTACT, world="box_stack"),
 )}
 
 

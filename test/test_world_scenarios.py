@@ -1,0 +1,94 @@
+"""World scenarios with geometry contacts (fall, step, box_push, box_stack) through the runner,
+and the observables of geometry contacts (per-body wrenches, ZMP only on coplanar support)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from biped_contact_sim.cli.runner import run
+from biped_contact_sim.contact import make_contact_model
+from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.sim.observables import Observer
+from biped_contact_sim.sim.scenarios import get_scenario
+from biped_contact_sim.sim.simulator import SimSettings, Simulator
+from biped_contact_sim.sim.world import parse_world
+
+G = 9.81
+
+
+@pytest.mark.parametrize("model, depth", [("time_stepping", 1e-3)])
+def test_limp_fall_lies_on_the_ground_without_deep_penetration_or_energy_gain(model, depth):
+    """The limp biped dropped on its side from 0.5 m: at rest on the ground after 1.5 s, no
+    point deeper than the model's depth (rigid: the 1e-3 m of its stabilisation; penalty:
+    its compliance under the impact), no energy created beyond the runner's tolerance."""
+    result = run("fall", contact_model=model, duration=1.5, record_rate=50)
+    assert result.outcome == "completed", result.error
+    assert result.max_penetration < depth
+    assert result.energy["created_J"] <= result.energy["tolerance_J"]
+    last = result.samples[-1]
+    assert last.step.q[2] < 0.25  # lying: the pelvis is near the ground, not standing
+    assert np.abs(last.step.v).max() < 0.5
+
+
+def test_step_scenario_stands_on_the_step_and_its_edge():
+    result = run("step", contact_model="time_stepping", duration=0.5, record_rate=50)
+    assert result.outcome == "completed", result.error
+    step = result.samples[-1].step
+    on_edge = np.isclose(step.p[:, 0], -0.04, atol=1e-6) & step.active
+    assert on_edge.sum() >= 2  # the soles' sections at the edge carry the heels' side
+    np.testing.assert_allclose(step.frames[step.active][:, :, 2],
+                               np.tile([0.0, 0.0, 1.0], (step.active.sum(), 1)), atol=1e-9)
+    weight = result.robot.mass * G
+    assert step.f_world[:, 2].sum() == pytest.approx(weight, rel=0.05)
+
+
+def test_box_push_and_stack_scenarios_run_and_report():
+    push = run("box_push", contact_model="gauss_seidel", duration=0.5, record_rate=50)
+    assert push.outcome == "completed" and push.samples[-1].step.q[0] > 0.05
+    stack = run("box_stack", contact_model="time_stepping", duration=0.3, record_rate=50)
+    assert stack.outcome == "completed"
+    assert np.abs(stack.samples[-1].step.q_objects[:2]).max() < 1e-4
+
+
+def test_contacts_and_world_keys_are_checked():
+    scenario = get_scenario("drop")
+    with pytest.raises(ConfigError, match="--set contacts='mesh': allowed points, geometry"):
+        scenario.resolve({"contacts": "mesh"})
+    with pytest.raises(ConfigError, match="Unknown world: 'moon'"):
+        scenario.simulator_options(scenario.resolve({"world": "moon"}))
+    with pytest.raises(ConfigError, match="needs --set contacts=geometry"):
+        scenario.simulator_options(scenario.resolve({"world": "table_panel",
+                                                     "contacts": "points"}))
+    options = scenario.simulator_options(scenario.resolve({"world": "table_panel"}))
+    assert options["contacts"] == "geometry" and len(options["world"].boxes) == 2
+
+
+def _box_observation(world):
+    robot = RobotModel.load("box")
+    sim = Simulator(robot, make_contact_model("time_stepping"), settings=SimSettings(),
+                    contacts="geometry", world=parse_world(world))
+    z = 0.05 + (0.5 if world.get("boxes") else 0.0)
+    sim.reset(robot.configuration([0.1, 0.0, z]))
+    obs, step = None, None
+    observer = Observer(robot, sim.terrain)
+    for _ in range(100):
+        q, v = sim.q, sim.v
+        step = sim.step(np.zeros(0))
+        obs = observer.observe(step, q, v)
+    return robot, step, obs
+
+
+def test_geometry_observables_zmp_on_the_ground_and_null_off_it():
+    robot, step, obs = _box_observation({})
+    weight = robot.mass * G
+    np.testing.assert_allclose(obs.zmp[:2], [0.1, 0.0], atol=1e-6)
+    assert obs.zmp_reason is None and obs.zmp_in_support
+    assert obs.feet[0].normal_force == pytest.approx(weight, rel=1e-6)
+    np.testing.assert_allclose(obs.bodies["root_joint"][:3], [0.0, 0.0, weight], atol=1e-6)
+    assert len(obs.support_polygon) == 4
+    table = {"name": "table", "size": [1, 1, 0.1], "position": [0, 0, 0.45]}
+    robot, step, obs = _box_observation({"ground": None, "boxes": [table]})
+    assert obs.zmp is None and "not coplanar" in obs.zmp_reason
+    assert obs.feet[0].cop[0] == pytest.approx(0.1, abs=1e-6)
