@@ -9,7 +9,9 @@ import launch_testing.actions
 import launch_testing.asserts
 import pytest
 from checks import check_parameters_reach_the_node
+from harness import stamp_ns
 from launch_common import ProbeTestCase, include
+from sensor_msgs.msg import JointState
 
 import launch
 
@@ -43,6 +45,11 @@ class TestLaunchArguments(ProbeTestCase):
         self.assertNotIn("rviz2", names())  # rviz:=false
         for node, expected in EXPECTED.items():
             check_parameters_reach_the_node(self.probe, node, expected)
+        # The closed loop runs (a first step of gauss_seidel on the planar robot compiles its
+        # kernels for tens of seconds, during which a node cannot stop within launch's 5 s).
+        states = self.probe.record("joint_states", JointState)
+        self.assertTrue(self.probe.spin_until(
+            lambda: states and stamp_ns(states[-1]) > 0, 600.0), "the loop does not run")
 
 
 @launch_testing.post_shutdown_test()
