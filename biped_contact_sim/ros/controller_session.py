@@ -74,7 +74,9 @@ class MeasurementAssembler:
 
     * ``exact``: a measurement is complete when joint states, odometry and every foot's wrench
       carrying the same stamp have arrived; each stamp is handed out once, in order (a
-      simulator publishes them together; required for lockstep).
+      simulator publishes them together; required for lockstep), except that a complete
+      state older than the last one handed out is a reset of the simulator (time jumped back)
+      and is handed out.
     * ``latest``: the newest message of each kind; complete when all kinds have arrived and the
       oldest is at most ``max_age`` seconds older than the newest joint states (hardware).
       A joint-states stamp is handed out once.
@@ -200,8 +202,15 @@ class MeasurementAssembler:
             return self._assemble(stamp, slot)
         for stamp in sorted(self._parts):
             if self.last_stamp is not None and stamp <= self.last_stamp:
-                del self._parts[stamp]
-                continue
+                if stamp == self.last_stamp:
+                    del self._parts[stamp]  # a re-sent state, answered already
+                elif self._complete(self._parts[stamp]):
+                    # A whole state older than the last one: time jumped back (the simulator
+                    # was reset); what was newer belongs to before the reset.
+                    slot = self._parts.pop(stamp)
+                    self._parts.clear()
+                    return self._assemble(stamp, slot)
+                continue  # parts of an older state: complete only after a reset
             if self._complete(self._parts[stamp]):
                 slot = self._parts.pop(stamp)
                 for older in [s for s in self._parts if s < stamp]:

@@ -31,6 +31,7 @@ from geometry_msgs.msg import PointStamped
 from harness import RosTest, robot_joint_names, stamp_ns
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 
 from biped_contact_sim.ros.topics import SIM_STATUS_NAME
 
@@ -162,3 +163,17 @@ def test_ctrl_c_twice_stops_both_nodes_cleanly(ros):
     for proc, _ in ros.processes:
         assert proc.wait(30.0) == 0, proc.output
         assert "Traceback" not in proc.output and "RCLError" not in proc.output
+
+
+def test_closed_loop_runs_on_after_a_reset(ros):
+    """~/reset in lockstep: the simulator publishes the state of t = 0 again and the
+    controller answers it (a state older than its last is a reset, not a stale message), so
+    the loop runs on from t = 0."""
+    start_loop(ros, "stand", "wbc", lockstep=True, real_time_factor=0.0)
+    odom = ros.probe.record("odom", Odometry, depth=1000)
+    assert ros.probe.spin_until(lambda: odom and stamp_ns(odom[-1]) > 100_000_000, 600.0)
+    reset = time.monotonic()
+    assert ros.probe.call(Trigger, "/simulator/reset", Trigger.Request()).success
+    after = lambda: [stamp_ns(m) for m in ros.probe.since("odom", reset)]  # noqa: E731
+    assert ros.probe.spin_until(lambda: 0 in after() and max(after()) >= 50_000_000, 300.0), \
+        f"the loop did not run on after the reset: stamps {after()[-5:]}"
