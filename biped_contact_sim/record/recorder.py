@@ -451,9 +451,10 @@ class TraceRecorder:
 
     Per recorded sample: ``/clock``, ``/joint_states``, ``/odom``, ``/tf`` (world → root link
     and every link moved by a joint, from pinocchio's forward kinematics of the sample),
-    ``/contact_wrench/<foot>`` (sole frame), ``/cop/<foot>`` and ``/zmp`` (world; skipped while
-    undefined); ``/contact_markers`` at most at ``MARKER_RATE``; ``/diagnostics`` (the run's
-    counters, as the simulator node's status) at ``DIAGNOSTICS_RATE``. Once, at t = 0:
+    ``/contact_wrench/<body>`` (every contact body of the config, in its sole/palm frame),
+    ``/cop/<body>`` and ``/zmp`` (world; skipped while undefined); ``/contact_markers`` at
+    most at ``MARKER_RATE``; ``/diagnostics`` (the run's counters, as the simulator node's
+    status) at ``DIAGNOSTICS_RATE``. Once, at t = 0:
     ``/robot_description`` and ``/tf_static`` (links behind fixed joints: soles, contact
     points), both with transient-local QoS so that a late subscriber (RViz) still gets them.
     """
