@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -120,6 +121,8 @@ class NodeProcess:
                                     ". or colcon build)")
         self.kind = kind
         self.dir = Path(tempfile.mkdtemp(prefix=f"{kind}_"))
+        # Kept until the test process ends (tests read the log after stop()), then removed.
+        atexit.register(shutil.rmtree, self.dir, True)
         share = share_dir()
         args = [exe, "--ros-args", "--params-file", str(share / "config" / f"{robot}.yaml")]
         if node_files:
