@@ -459,7 +459,16 @@ def test_lean_on_table_with_a_hand_that_must_not_slip(robot):
     stroke = [np.linalg.norm(r - beh.reference(t).feet["right_hand"].p)
               for t, _, _, r in log if t > beh.t_push]
     assert max(stroke) < 5e-3
-    with pytest.raises(ConfigError, match="push_time"):
+    with pytest.raises(ConfigError, match=r"lean_on_table\.push_time"):
         make_behavior("lean_on_table", robot, q0, push_time=-1.0)
-    with pytest.raises(ConfigError, match="Unknown parameter"):
+    with pytest.raises(ConfigError, match=r"Unknown parameter.*'lean_on_table'"):
         make_behavior("lean_on_table", robot, q0, table=1.0)
+
+
+@pytest.mark.parametrize("behavior", ["multicontact", "lean_on_table"])
+def test_behaviors_need_feet_and_hands(behavior):
+    """The biped has no hands: refused, naming the behaviour and the missing bodies."""
+    biped = RobotModel.load("biped3d")
+    with pytest.raises(ConfigError, match=f"{behavior} needs .*biped3d lacks left_hand, "
+                                          "right_hand"):
+        make_behavior(behavior, biped, biped.standing_configuration())

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -37,6 +38,21 @@ def check_range(name: str, value, lo: float, hi: float = np.inf, lo_open: bool =
     if not ok:
         bound = f"{'>' if lo_open else '>='} {lo:g}" + (f" and <= {hi:g}" if hi < np.inf else "")
         raise ConfigError(f"{name} = {value!r} must be {bound}")
+
+
+def behavior_params(behavior: str, params_class, params: Mapping[str, Any]):
+    """``params_class(**params)`` after refusing keys that are not its fields.
+
+    Raises:
+        ConfigError: naming the unknown keys, the behaviour and the allowed keys (and whatever
+            the dataclass's own checks raise).
+    """
+    allowed = {f.name for f in dataclasses.fields(params_class)}
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise ConfigError(f"Unknown parameter(s) {', '.join(map(repr, unknown))} for "
+                          f"behavior {behavior!r}. Allowed: {', '.join(sorted(allowed))}")
+    return params_class(**params)
 
 
 @dataclass

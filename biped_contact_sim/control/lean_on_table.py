@@ -34,19 +34,28 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-from biped_contact_sim.control.base import Behavior, FootTarget, Reference
+from biped_contact_sim.control.base import (
+    Behavior,
+    FootTarget,
+    Reference,
+    behavior_params,
+    check_range,
+)
 from biped_contact_sim.control.multicontact import (
     APPROACH,
     FEET,
     HANDS,
     PRESS,
-    _check,
     _move,
     _sigma,
+    require_feet_and_hands,
 )
-from biped_contact_sim.errors import ConfigError
 
 PALM_HALF_LENGTH = 0.05  # the humanoid's palm: 0.10 × 0.08 m (config/humanoid.yaml)
+
+
+def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
+    check_range(f"lean_on_table.{field}", value, lo, hi, lo_open)
 
 
 @dataclass(frozen=True)
@@ -115,18 +124,8 @@ class LeanOnTableBehavior(Behavior):
     name = "lean_on_table"
 
     def __init__(self, robot, q0, **params: Any):
-        allowed = {f.name for f in dataclasses.fields(LeanOnTableParams)}
-        unknown = sorted(set(params) - allowed)
-        if unknown:
-            raise ConfigError(f"Unknown parameter(s) {', '.join(map(repr, unknown))} for "
-                              f"behavior 'lean_on_table'. Allowed: {', '.join(sorted(allowed))}")
-        self.params = p = LeanOnTableParams(**params)
-        names = {b.name: b for b in robot.contact_bodies}
-        missing = [n for n in FEET + HANDS if n not in names]
-        if robot.config.base != "free_flyer" or missing or robot.n_joints == 0:
-            raise ConfigError(f"lean_on_table needs a free-flyer robot with contact bodies "
-                              f"{', '.join(FEET + HANDS)}; {robot.name} lacks "
-                              f"{', '.join(missing) or 'a free-flyer base'}")
+        self.params = p = behavior_params("lean_on_table", LeanOnTableParams, params)
+        names = require_feet_and_hands(robot, "lean_on_table")
         self.q0 = np.asarray(q0, float).copy()
         data = robot.create_data()
         pin.framesForwardKinematics(robot.model, data, self.q0)

@@ -35,7 +35,13 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-from biped_contact_sim.control.base import Behavior, FootTarget, Reference, check_range
+from biped_contact_sim.control.base import (
+    Behavior,
+    FootTarget,
+    Reference,
+    behavior_params,
+    check_range,
+)
 from biped_contact_sim.errors import ConfigError
 
 FEET = ("left_foot", "right_foot")
@@ -45,6 +51,23 @@ APPROACH, PRESS = 0.03, 0.005  # above the table before landing; into a surface 
 
 def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
     check_range(f"multicontact.{field}", value, lo, hi, lo_open)
+
+
+def require_feet_and_hands(robot, behavior: str) -> dict:
+    """The robot's contact bodies by name, after checking it is a free-flyer with joints and
+    the contact bodies ``FEET + HANDS`` (``humanoid``).
+
+    Raises:
+        ConfigError: naming the behaviour and what the robot lacks.
+    """
+    names = {b.name: b for b in robot.contact_bodies}
+    missing = [n for n in FEET + HANDS if n not in names]
+    if robot.config.base != "free_flyer" or missing or robot.n_joints == 0:
+        lacks = ", ".join(missing) or ("a free-flyer base" if robot.config.base != "free_flyer"
+                                       else "joints")
+        raise ConfigError(f"{behavior} needs a free-flyer robot with joints and contact bodies "
+                          f"{', '.join(FEET + HANDS)}; {robot.name} lacks {lacks}")
+    return names
 
 
 @dataclass(frozen=True)
@@ -146,18 +169,8 @@ class MultiContactBehavior(Behavior):
     name = "multicontact"
 
     def __init__(self, robot, q0, **params: Any):
-        allowed = {f.name for f in dataclasses.fields(MultiContactParams)}
-        unknown = sorted(set(params) - allowed)
-        if unknown:
-            raise ConfigError(f"Unknown parameter(s) {', '.join(map(repr, unknown))} for "
-                              f"behavior 'multicontact'. Allowed: {', '.join(sorted(allowed))}")
-        self.params = p = MultiContactParams(**params)
-        names = {b.name: b for b in robot.contact_bodies}
-        missing = [n for n in FEET + HANDS if n not in names]
-        if robot.config.base != "free_flyer" or missing:
-            raise ConfigError(f"multicontact needs a free-flyer robot with contact bodies "
-                              f"{', '.join(FEET + HANDS)}; {robot.name} lacks "
-                              f"{', '.join(missing) or 'a free-flyer base'}")
+        self.params = p = behavior_params("multicontact", MultiContactParams, params)
+        names = require_feet_and_hands(robot, "multicontact")
         self.robot = robot
         self.q0 = np.asarray(q0, float).copy()
         data = robot.create_data()

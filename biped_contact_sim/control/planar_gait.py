@@ -81,7 +81,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.optimize import minimize
 
-from biped_contact_sim.control.base import Behavior, Reference, check_range
+from biped_contact_sim.control.base import Behavior, Reference, behavior_params, check_range
 from biped_contact_sim.control.walking import quintic
 from biped_contact_sim.errors import ConfigError
 
@@ -694,12 +694,7 @@ class PlanarWalkBehavior(Behavior):
     name = "planar_walk"
 
     def __init__(self, robot, q0, **params: Any):
-        allowed = {f.name for f in dataclasses.fields(PlanarGaitParams)}
-        unknown = sorted(set(params) - allowed)
-        if unknown:
-            raise ConfigError(f"Unknown parameter(s) {', '.join(map(repr, unknown))} for "
-                              f"behavior 'planar_walk'. Allowed: {', '.join(sorted(allowed))}")
-        self.params = p = PlanarGaitParams(**params)
+        self.params = p = behavior_params("planar_walk", PlanarGaitParams, params)
         self.robot = robot
         self.gm = PlanarGaitModel(robot)
         q0 = np.asarray(q0, float)

@@ -58,7 +58,6 @@ inside the 0.2 m step width, and the legs stay bent (no knee singularity).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +66,13 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg import solve_discrete_are
 
-from biped_contact_sim.control.base import Behavior, FootTarget, Reference, check_range
+from biped_contact_sim.control.base import (
+    Behavior,
+    FootTarget,
+    Reference,
+    behavior_params,
+    check_range,
+)
 from biped_contact_sim.control.kernels import hermite
 from biped_contact_sim.errors import ConfigError
 
@@ -242,12 +247,7 @@ class WalkBehavior(Behavior):
     name = "walk"
 
     def __init__(self, robot, q0, **params: Any):
-        allowed = {f.name for f in dataclasses.fields(WalkParams)}
-        unknown = sorted(set(params) - allowed)
-        if unknown:
-            raise ConfigError(f"Unknown parameter(s) {', '.join(map(repr, unknown))} for "
-                              f"behavior 'walk'. Allowed: {', '.join(sorted(allowed))}")
-        self.params = p = WalkParams(**params)
+        self.params = p = behavior_params("walk", WalkParams, params)
         if robot.config.base != "free_flyer" or len(robot.contact_bodies) != 2:
             raise ConfigError(f"walk needs a free-flyer biped with two feet; {robot.name} has "
                               f"base {robot.config.base!r}")
