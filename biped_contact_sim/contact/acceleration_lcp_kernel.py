@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
-from biped_contact_sim.contact.gauss_seidel import candidates, impact_kernel
+from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts, impact_kernel
 from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
 from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
 from biped_contact_sim.solvers.lemke_kernel import basis_solve, lemke_kernel
@@ -185,23 +185,7 @@ def acceleration_lcp_kernel(G_all, b_all, vc_all, phi_all, mu_all, e_all, dt, D,
     stats[1] = na
     fc = np.zeros((m, 3))
     if na:
-        Ga = np.empty((3 * na, 3 * na))
-        ba = np.empty(3 * na)
-        va = np.empty((na, 3))
-        pa = np.empty(na)
-        ma = np.empty(na)
-        diag = 0.0
-        for x in range(na):
-            i = act[x]
-            pa[x] = phi[i]
-            ma[x] = mu[i]
-            for r in range(3):
-                va[x, r] = vc1[i, r]
-                ba[3 * x + r] = b[3 * i + r]
-                for y in range(na):
-                    for s in range(3):
-                        Ga[3 * x + r, 3 * y + s] = G[3 * i + r, 3 * act[y] + s]
-                diag += Ga[3 * x + r, 3 * x + r]
+        Ga, ba, va, pa, ma, diag = gather_contacts(act[:na], G, b, vc1, phi, mu)
         fa = np.zeros((na, 3))
         if failed:  # the impulsive fallback takes every candidate (the law separates)
             _, gres = _impulsive(Ga, ba, va, pa, ma, dt, beta, gs_tol, gs_max, fa)

@@ -104,6 +104,33 @@ def candidates(phi, vc, dt, margin):
     return out[:k]
 
 
+@njit(cache=True)
+def gather_contacts(idx, G, b, vc, phi, mu):
+    """The sub-problem of the points ``idx``: ``G[idx, idx]`` (3×3 blocks of the Delassus
+    operator), ``b``, ``v_c``, ``φ``, ``μ`` restricted to them, and ``tr G[idx, idx]`` (the
+    scale of the regularisation).
+    """
+    m = idx.shape[0]
+    Gs = np.empty((3 * m, 3 * m))
+    bs = np.empty(3 * m)
+    vs = np.empty((m, 3))
+    ps = np.empty(m)
+    ms = np.empty(m)
+    trace = 0.0
+    for a in range(m):
+        i = idx[a]
+        ps[a] = phi[i]
+        ms[a] = mu[i]
+        for r in range(3):
+            vs[a, r] = vc[i, r]
+            bs[3 * a + r] = b[3 * i + r]
+            for c in range(m):
+                for s in range(3):
+                    Gs[3 * a + r, 3 * c + s] = G[3 * i + r, 3 * idx[c] + s]
+            trace += Gs[3 * a + r, 3 * a + r]
+    return Gs, bs, vs, ps, ms, trace
+
+
 def unit_interval(name: str, value: float) -> float:
     """Validate a setting in [0, 1], naming it in the error."""
     value = positive(name, value, allow_zero=True)

@@ -87,6 +87,7 @@ from biped_contact_sim.contact.base import ContactModel, ContactResult, ContactS
 from biped_contact_sim.contact.gauss_seidel import (
     candidates,
     contact_keys,
+    gather_contacts,
     normal_bias,
     positive_count,
     unit_interval,
@@ -198,23 +199,7 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     n = m * width
     if max_pivots <= 0:
         max_pivots = max(10, 10 * n * n)  # solvers.lemke.default_max_pivots
-    G = np.empty((3 * m, 3 * m))
-    b = np.empty(3 * m)
-    vc = np.empty((m, 3))
-    phi = np.empty(m)
-    mu = np.empty(m)
-    diag = 0.0
-    for a in range(m):
-        i = idx[a]
-        phi[a] = phi_all[i]
-        mu[a] = mu_all[i]
-        for r in range(3):
-            vc[a, r] = vc_all[i, r]
-            b[3 * a + r] = b_all[3 * i + r]
-            for c in range(m):
-                for s in range(3):
-                    G[3 * a + r, 3 * c + s] = G_all[3 * i + r, 3 * idx[c] + s]
-            diag += G[3 * a + r, 3 * a + r]
+    G, b, vc, phi, mu, diag = gather_contacts(idx, G_all, b_all, vc_all, phi_all, mu_all)
     eps = eps_r * max(diag / (3 * m), 0.0)
     A = np.empty((n, n))
     q = np.empty(n)

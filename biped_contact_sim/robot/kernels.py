@@ -269,6 +269,18 @@ def unpack_views(W: np.ndarray, m: int, nv: int, nj: int) -> tuple[np.ndarray, .
 
 
 @njit(cache=True, error_model="numpy")
+def clamp_torques(tau, limit, out):
+    """``out = clip(τ, −τ_max, τ_max)`` (the URDF effort limits); False if τ has a NaN/Inf."""
+    finite = True
+    for j in range(tau.shape[0]):
+        x = tau[j]
+        if not abs(x) <= 1e308:
+            finite = False
+        out[j] = min(max(x, -limit[j]), limit[j])
+    return finite
+
+
+@njit(cache=True, error_model="numpy")
 def step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations, velocities,
                accelerations, support, point_body, local, frames, origins):
     """One call for a step's terms: τ clamped to ``[−limit, limit]`` (and whether it was
@@ -285,12 +297,7 @@ def step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translation
     m = point_body.shape[0]
     W = np.empty(packed_size(m, nv, nj))
     Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
-    finite = True
-    for j in range(nj):
-        x = tau[j]
-        if not abs(x) <= 1e308:
-            finite = False
-        tc_o[j] = min(max(x, -limit[j]), limit[j])
+    finite = clamp_torques(tau, limit, tc_o)
     p, phi, pt, vc, placements = point_terms(
         J, v, rotations, translations, velocities, accelerations, support, point_body, local,
         frames, origins, Jc_o, gc_o)

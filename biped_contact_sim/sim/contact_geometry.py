@@ -27,7 +27,13 @@ from numba import njit
 from biped_contact_sim.contact import ContactState
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
-from biped_contact_sim.robot.kernels import free_motion, packed_size, point_terms, unpack
+from biped_contact_sim.robot.kernels import (
+    clamp_torques,
+    free_motion,
+    packed_size,
+    point_terms,
+    unpack,
+)
 from biped_contact_sim.sim.collision import CollisionSettings, Contacts, Detector
 from biped_contact_sim.sim.terrain import PlaneTerrain
 from biped_contact_sim.sim.world import ContactLaw, Plane, World, build_world_model
@@ -52,12 +58,7 @@ def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
     m = body1.shape[0]
     W = np.empty(packed_size(m, nv, nj))
     Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
-    finite = True
-    for j in range(nj):
-        x = tau[j]
-        if not abs(x) <= 1e308:
-            finite = False
-        tc_o[j] = min(max(x, -limit[j]), limit[j])
+    finite = clamp_torques(tau, limit, tc_o)
     origin = np.zeros((m, 3))  # point_terms reads origins[i] (its phi is not used)
     p, phi, pt, vc, _ = point_terms(J, v, rotations, translations, velocities, accelerations,
                                     support, body1, local1, frames, origin, Jc_o, gc_o)
