@@ -198,9 +198,12 @@ def wait_for_the_loop(probe: Probe, timeout: float = 600.0) -> None:
     assert probe.spin_until(lambda: commands, timeout), "the controller does not answer"
 
 
-def check_bad_commands_are_rejected(rec: Recorder, joint_names: list[str]) -> None:
+def check_bad_commands_are_rejected(rec: Recorder, joint_names: list[str],
+                                   closed_loop: bool = False) -> None:
     """Unknown joint, NaN effort, a missing joint: each rejected (counted in /diagnostics), none
-    applied, and the node keeps publishing."""
+    applied, and the node keeps publishing. Without a controller no command is accepted
+    meanwhile; in the closed loop (``closed_loop``) the controller's commands go on being
+    accepted and every applied effort stays finite."""
     probe = rec.probe
     rec.latest_stamp()
     pub = probe.publisher("joint_torque_cmd", JointState)
@@ -217,12 +220,16 @@ def check_bad_commands_are_rejected(rec: Recorder, joint_names: list[str]) -> No
     sent = time.monotonic()
     _, _, values = latest_status(probe, SIM_STATUS_NAME, sent, 30.0,
                                  lambda lv, m, v: int(v["commands_rejected"]) >= rejected0 + 3)
-    assert int(values["commands_accepted"]) == accepted0
+    if closed_loop:
+        assert int(values["commands_accepted"]) > accepted0, "the controller is no longer served"
+    else:
+        assert int(values["commands_accepted"]) == accepted0
     assert "joint_torque_cmd" in values["last_rejection"]
     stamp = rec.latest_stamp()
     js = probe.received["joint_states"]
     assert probe.spin_until(lambda: stamp_ns(js[-1]) > stamp + 5 * NS // 1000, 30.0), \
         "the node stopped publishing"
+    assert all(np.all(np.isfinite(m.effort)) for m in probe.since("joint_states", before))
 
 
 def check_silent_controller_gets_the_stale_action(rec: Recorder, joint_names: list[str]) -> None:

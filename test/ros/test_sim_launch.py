@@ -43,7 +43,8 @@ class TestDefaultDemo(ProbeTestCase):
         print(f"rates {rates}, sole forces / m g = {ratio:.4f}")
 
     def test_bad_commands_are_rejected_and_the_node_keeps_running(self):
-        check_bad_commands_are_rejected(Recorder(self.probe), robot_joint_names())
+        check_bad_commands_are_rejected(Recorder(self.probe), robot_joint_names(),
+                                       closed_loop=True)
 
     def test_contact_model_switch_at_run_time(self):
         check_contact_model_switch(Recorder(self.probe), "gauss_seidel")
