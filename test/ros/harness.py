@@ -262,19 +262,19 @@ class Probe:
         finally:
             self.node.destroy_client(client)
 
-    def set_parameters(self, node: str, **values) -> list:
+    def set_parameters(self, node: str, timeout: float = 30.0, **values) -> list:
         """``ros2 param set``: the SetParametersResult of each value, in order."""
         request = SetParameters.Request()
         request.parameters = [Parameter(name, value=value).to_parameter_msg()
                               for name, value in values.items()]
-        response = self.call(SetParameters, f"/{node}/set_parameters", request)
+        response = self.call(SetParameters, f"/{node}/set_parameters", request, timeout)
         assert response is not None, f"/{node}/set_parameters did not answer"
         return list(response.results)
 
-    def get_parameters(self, node: str, *names: str) -> dict[str, Any]:
+    def get_parameters(self, node: str, *names: str, timeout: float = 30.0) -> dict[str, Any]:
         """``ros2 param get``: Python values by name."""
         response = self.call(GetParameters, f"/{node}/get_parameters",
-                             GetParameters.Request(names=list(names)))
+                             GetParameters.Request(names=list(names)), timeout)
         assert response is not None, f"/{node}/get_parameters did not answer"
         return {name: parameter_value_to_python(value)
                 for name, value in zip(names, response.values, strict=True)}
