@@ -31,6 +31,10 @@ ARGUMENTS = [
     ("robot", "biped3d", "Robot: config/<robot>.yaml and urdf/<robot>.urdf of this package"),
     ("scenario", "stand", "Scenario giving terrain, initial state and contact defaults "
      "(biped-sim list); walk for behavior:=walk"),
+    ("world", "", "World file of geometry contacts (config/worlds/<name>.yaml or a path); empty: "
+     "the scenario's"),
+    ("contacts", "", "Contact points: points (the sole points) or geometry (every collision "
+     "geometry against the world); empty: the scenario's default"),
     ("contact_model", "penalty_fl", "Contact model of the simulator (spring_damper, penalty_fl, "
      "gauss_seidel, time_stepping, acceleration_lcp); settable at run time with ros2 param set"),
     ("controller", "wbc", "Controller: ctc (computed torque) or wbc (whole-body with internal "
@@ -67,6 +71,9 @@ def generate_launch_description():
             {
                 "robot_config": robot,
                 "scenario": LaunchConfiguration("scenario"),
+                # value_type str: an empty launch argument would be read as YAML null
+                "world": ParameterValue(LaunchConfiguration("world"), value_type=str),
+                "contacts": ParameterValue(LaunchConfiguration("contacts"), value_type=str),
                 "contact_model": LaunchConfiguration("contact_model"),
                 "lockstep": ParameterValue(LaunchConfiguration("lockstep"), value_type=bool),
                 "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"),

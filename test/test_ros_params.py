@@ -14,6 +14,7 @@ from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import load_robot_config
 from biped_contact_sim.ros import params as ros_params
 from biped_contact_sim.ros import robot_source
+from biped_contact_sim.sim.scenarios import get_scenario
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +106,33 @@ def test_bad_contact_setting_is_named():
 def test_unknown_scenario_lists_the_valid_ones():
     with pytest.raises(ConfigError, match=r"scenario = 'moon' is not one of: .*stand"):
         ros_params.sim_config({"scenario": "moon"})
+
+
+def test_world_and_contacts_are_validated_naming_the_parameter():
+    with pytest.raises(ConfigError, match=r"world = 'moon': Unknown world: 'moon'. Valid names: "
+                                          r".*step"):
+        ros_params.sim_config({"world": "moon"})
+    with pytest.raises(ConfigError, match=r"world 'step' has boxes or objects: it needs "
+                                          r"contacts = geometry"):
+        ros_params.sim_config({"world": "step", "contacts": "points"})
+    with pytest.raises(ConfigError, match=r"contacts = 'mesh' is not one of: '', points, "
+                                          r"geometry"):
+        ros_params.sim_config({"contacts": "mesh"})
+    with pytest.raises(ConfigError, match=r"^contacts = 'mesh': allowed "
+                                          r"points, geometry"):
+        ros_params.sim_config({"scenario_sets": "contacts=mesh"})
+
+
+def test_world_and_contacts_parameters_win_over_scenario_sets():
+    params, options = ros_params.scenario_options("stand", "world=step contacts=geometry",
+                                                  "", "")
+    assert params["world"] == "step" and options["contacts"] == "geometry"
+    assert [b.name for b in options["world"].boxes] == ["step"]
+    params, options = ros_params.scenario_options("stand", "world=step", "box_stack",
+                                                  "geometry")
+    assert params["world"] == "box_stack" and len(options["world"].objects) == 1
+    _, options = ros_params.scenario_options("stand", "", "", "")
+    assert options == {"world": None, "contacts": get_scenario("stand").contacts}
 
 
 def test_run_time_updates_are_checked_and_applied():

@@ -29,6 +29,23 @@ def test_build_world_matches_the_cli_factory():
     assert world.sim.contact.settings == sim.contact.settings
 
 
+@pytest.mark.parametrize(("values", "sets"), [
+    ({"contacts": "geometry"}, {"contacts": "geometry"}),
+    ({"world": "step"}, {"world": "step"}),
+    ({"scenario_sets": "world=step", "contacts": "geometry"}, {"world": "step"}),
+])
+def test_build_world_has_the_world_and_contacts_of_the_cli(values, sets):
+    """The node's world/contacts parameters give the Simulator biped-sim's --set gives."""
+    from biped_contact_sim.cli.runner import build
+
+    world = sim_session.build_world(ros_params.sim_config(values))
+    sim = build("stand", "penalty_fl", "none", sets=sets)[3]
+    assert world.sim.contacts == sim.contacts == "geometry"
+    assert repr(world.sim.world) == repr(sim.world)  # (World holds arrays: no ==)
+    assert world.world_name == sets.get("world", "")
+    assert world.sim.model.nq == sim.model.nq
+
+
 def test_build_world_loads_an_overridden_robot():
     config = ros_params.sim_config({"robot_config": "planar_biped"})  # not stand's robot
     world = sim_session.build_world(config)
@@ -233,7 +250,8 @@ def test_status_layout():
     assert status["name"] == ros_topics.SIM_STATUS_NAME
     assert status["hardware_id"] == "biped3d"
     keys = [kv["key"] for kv in status["values"]]
-    assert keys == ["sim_time_s", "steps", "contact_model", "dt_s", "control_period_s",
+    assert keys == ["sim_time_s", "steps", "contact_model", "contacts", "world", "dt_s",
+                    "control_period_s",
                     "real_time_factor_target", "real_time_factor_measured",
                     "real_time_factor_overall", "overruns", "resyncs", "late_commands",
                     "wait_time_s", "mean_step_us", "lockstep", "paused", "command_state",

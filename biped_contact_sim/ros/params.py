@@ -21,8 +21,8 @@ from biped_contact_sim.contact import CONTACT_MODELS, ContactModel, make_contact
 from biped_contact_sim.control import BEHAVIORS, CONTROLLERS
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.ros.topics import WORLD_FRAME
-from biped_contact_sim.sim.scenarios import SCENARIOS, get_scenario
-from biped_contact_sim.sim.simulator import INTEGRATORS, SimSettings
+from biped_contact_sim.sim.scenarios import CONTACTS_KEY, SCENARIOS, WORLD_KEY, get_scenario
+from biped_contact_sim.sim.simulator import CONTACT_MODES, INTEGRATORS, SimSettings
 
 STALE_ACTIONS = ("zero", "damping")
 SYNC_MODES = ("exact", "latest")
@@ -108,7 +108,8 @@ class ParamSpec:
                 unit = f" {self.unit}" if self.unit else ""
                 return f"{self.name} = {value!r} must be in [{self.low:g}, {self.high:g}]{unit}"
         if self.choices is not None and value not in self.choices:
-            return f"{self.name} = {value!r} is not one of: {', '.join(self.choices)}"
+            return f"{self.name} = {value!r} is not one of: " + ", ".join(
+                repr(c) if not c else c for c in self.choices)
         return None
 
 
@@ -292,6 +293,13 @@ def sim_parameter_specs(scenario_name: str = "stand") -> list[ParamSpec]:
                   "contact defaults (biped-sim list)", choices=tuple(sorted(SCENARIOS))),
         ParamSpec("scenario_sets", "", "Scenario settings as space-separated key=value pairs, "
                   "like biped-sim --set (e.g. 'mu=0.6 height=0.02')"),
+        ParamSpec("world", "", "World file of geometry contacts (config/worlds/<name>.yaml or a "
+                  "path; implies contacts geometry); empty: the scenario's (as biped-sim --set "
+                  "world)"),
+        ParamSpec("contacts", "", "Contact points: 'points' (the configured sole points on the "
+                  "terrain plane) or 'geometry' (every collision geometry of the robot against "
+                  "the world); empty: the scenario's default (as biped-sim --set contacts)",
+                  choices=("", *CONTACT_MODES)),
         ParamSpec("contact_model", "penalty_fl", "Contact model; can be changed at run time "
                   "(the state carries over)", choices=tuple(sorted(CONTACT_MODELS)),
                   read_only=False),
@@ -351,6 +359,8 @@ class SimNodeConfig:
     robot_description: str = ""
     scenario: str = "stand"
     scenario_sets: str = ""
+    world: str = ""
+    contacts: str = ""
     contact_model: str = "penalty_fl"
     contact: dict[str, dict[str, Any]] = field(default_factory=dict)
     dt: float = 1e-3
@@ -374,6 +384,37 @@ class SimNodeConfig:
     def substeps(self) -> int:
         """Physics steps per control period."""
         return max(1, round(self.control_period / self.dt))
+
+
+def scenario_options(scenario_name: str, scenario_sets: str, world: str = "",
+                     contacts: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
+    """The scenario's parameters and its ``Simulator`` options (``world``, ``contacts``), as
+    ``biped-sim run --set`` gives them: ``scenario_sets`` first, then the node's ``world`` and
+    ``contacts`` parameters when not empty (they win over the same keys in ``scenario_sets``).
+
+    Returns:
+        ``(params, {"world": World | None, "contacts": "points" | "geometry"})``.
+
+    Raises:
+        ConfigError: bad ``scenario_sets``, an unknown world or an invalid world file, or a
+            world with boxes or objects for points contacts (naming the parameter).
+    """
+    scenario = get_scenario(scenario_name)
+    sets = parse_key_values(scenario_sets, "scenario_sets")
+    if world:
+        sets[WORLD_KEY] = world
+    if contacts:
+        sets[CONTACTS_KEY] = contacts
+    try:
+        params = scenario.resolve(sets)
+        return params, scenario.simulator_options(params)
+    except ConfigError as exc:
+        # the node's parameter names instead of biped-sim's --set in the message
+        text = str(exc).replace("--set world=", "world = ").replace("--set contacts=",
+                                                                    "contacts = ")
+        if not text.startswith(("world", "contacts")):
+            text = f"world = {world!r}: {text}" if world else f"scenario {scenario_name!r}: {text}"
+        raise ConfigError(text) from exc
 
 
 def substeps(control_period: float, dt: float) -> int:
@@ -433,8 +474,10 @@ def sim_config(values: Mapping[str, Any]) -> SimNodeConfig:
                 make_contact_model(model, **settings)
             except (ConfigError, TypeError, ValueError) as exc:
                 errors.append(f"contact.{model}: {exc}")
-        try:
-            parse_key_values(merged["scenario_sets"], "scenario_sets")
+    if not any(e.startswith(("scenario_sets ", "world ", "contacts ")) for e in errors):
+        try:  # reported with the other bad values (a world file is read here)
+            scenario_options(scenario, merged["scenario_sets"], merged["world"],
+                             merged["contacts"])
         except ConfigError as exc:
             errors.append(str(exc))
     if errors:

@@ -111,8 +111,11 @@ class SimulatorNode(Node):
         self.next_diagnostics = now
         self.loop = NodeLoop(self, self.on_wake)
         cfg = self.config
+        contacts = world.sim.contacts + (f" in world {world.world_name!r}"
+                                         if world.world_name else "")
         self.get_logger().info(
-            f"Simulating {robot.name} ({cfg.scenario}) with {cfg.contact_model}, dt = "
+            f"Simulating {robot.name} ({cfg.scenario}) with {cfg.contact_model}, {contacts} "
+            f"contacts, dt = "
             f"{cfg.dt:g} s, control period {cfg.control_period:g} s, real-time factor "
             f"{cfg.real_time_factor:g}{', lockstep' if cfg.lockstep else ''}")
 

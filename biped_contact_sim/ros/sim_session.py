@@ -18,7 +18,7 @@ from biped_contact_sim.errors import DivergenceError
 from biped_contact_sim.record import messages
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import load_robot_config
-from biped_contact_sim.ros.params import SimNodeConfig, contact_model, parse_key_values, substeps
+from biped_contact_sim.ros.params import SimNodeConfig, contact_model, scenario_options, substeps
 from biped_contact_sim.ros.robot_source import load_robot, robot_parameters
 from biped_contact_sim.ros.scheduling import (
     CommandTracker,
@@ -47,7 +47,7 @@ from biped_contact_sim.ros.topics import (
     stamp_ns,
 )
 from biped_contact_sim.sim.observables import Observer, foot_wrenches
-from biped_contact_sim.sim.scenarios import get_scenario
+from biped_contact_sim.sim.scenarios import WORLD_KEY, get_scenario
 from biped_contact_sim.sim.simulator import SimSettings, Simulator, StepResult
 
 
@@ -61,17 +61,20 @@ class World:
     v0: np.ndarray
     scenario: str
     params: dict[str, Any]
+    world_name: str = ""  # the world file simulated ("" with points contacts and no world)
 
 
 def build_world(config: SimNodeConfig, robot_overrides: Mapping[str, Any] | None = None
                 ) -> World:
     """Robot, terrain, contact model, simulator and initial state for the simulator node.
 
-    The same steps as ``runner.build`` (scenario parameters, robot, terrain, scheduled external
-    forces, initial state, contact model with the scenario's defaults). The robot is the
-    scenario's own (``scenario.make_robot``, as ``biped-sim``) when ``robot_config`` names it
-    and nothing overrides it; otherwise it is loaded from the node's parameters (config name or
-    path, ``urdf_path``, ``robot_description``, ``robot.*`` overrides from a params file).
+    The same steps as ``runner.build`` (scenario parameters, robot, terrain, world and contact
+    points (``world``, ``contacts``: the scenario's unless the parameters say otherwise),
+    scheduled external forces, initial state, contact model with the scenario's defaults).
+    The robot is the scenario's own (``scenario.make_robot``, as ``biped-sim``) when
+    ``robot_config`` names it and nothing overrides it; otherwise it is loaded from the node's
+    parameters (config name or path, ``urdf_path``, ``robot_description``, ``robot.*``
+    overrides from a params file).
 
     Args:
         config: the node's validated config.
@@ -81,7 +84,8 @@ def build_world(config: SimNodeConfig, robot_overrides: Mapping[str, Any] | None
         ConfigError: bad robot, scenario settings or contact model.
     """
     scenario = get_scenario(config.scenario)
-    params = scenario.resolve(parse_key_values(config.scenario_sets, "scenario_sets"))
+    params, options = scenario_options(config.scenario, config.scenario_sets, config.world,
+                                       config.contacts)
     file_values = robot_parameters(load_robot_config(config.robot_config))
     changed = {k: v for k, v in (robot_overrides or {}).items() if file_values.get(k) != v}
     if (config.robot_config == scenario.robot and not changed and not config.urdf_path
@@ -94,12 +98,13 @@ def build_world(config: SimNodeConfig, robot_overrides: Mapping[str, Any] | None
                           config.dt, config.integrator)
     sim = Simulator(robot, model, scenario.terrain(params),
                     SimSettings(dt=config.dt, integrator=config.integrator,
-                                max_speed=config.max_speed))
+                                max_speed=config.max_speed), **options)
     for external in scenario.external_forces(params):
         sim.add_external_force(external)
     q0, v0 = scenario.initial_state(robot, params)
     sim.reset(q0, v0)
-    return World(robot, sim, np.asarray(q0, float), np.asarray(v0, float), scenario.name, params)
+    return World(robot, sim, np.asarray(q0, float), np.asarray(v0, float), scenario.name, params,
+                 str(params.get(WORLD_KEY) or scenario.world or ""))
 
 
 @dataclass
@@ -143,7 +148,8 @@ class VisualSample:
     """What the visual topics show of the last step (``cop/<foot>``, ``zmp``,
     ``contact_markers``): CoP per contact body (None where undefined), ZMP, support polygon
     vertices [m, world], contact points, forces on the robot [N], active flags, μ, arrow scale
-    [m/N] and the terrain normal."""
+    [m/N] and the terrain normal (geometry contacts: a varying number of contacts, each with its
+    own μ and normal)."""
 
     stamp: int
     t: float
@@ -153,7 +159,7 @@ class VisualSample:
     points: np.ndarray
     forces: np.ndarray
     active: np.ndarray
-    mu: float
+    mu: float | np.ndarray
     force_scale: float
     normal: np.ndarray
 
@@ -448,9 +454,12 @@ class SimSession:
         terrain = self.sim.terrain
         # The support polygon is stored in the terrain plane's (t1, t2) coordinates.
         polygon = np.array([0.0, 0.0, terrain.height]) + obs.support_polygon @ terrain.R[:, :2].T
+        mu, normal = terrain.mu, terrain.normal
+        if step.contacts is not None:  # geometry contacts: each its own normal and μ
+            mu, normal = step.contacts.mu, step.frames[:, :, 2]
         return VisualSample(stamp_ns(step.t), step.t, [(f.name, f.cop) for f in obs.feet],
-                            obs.zmp, polygon, step.p, step.f_world, step.active, terrain.mu,
-                            self.force_scale, terrain.normal)
+                            obs.zmp, polygon, step.p, step.f_world, step.active, mu,
+                            self.force_scale, normal)
 
     def visual_fields(self) -> list[tuple[str, dict[str, Any]]]:
         """``cop/<foot>``, ``zmp`` (while defined) and ``contact_markers`` of the last step, as
@@ -500,6 +509,8 @@ def sim_status_values(session: SimSession) -> dict[str, Any]:
         "sim_time_s": session.sim.t,
         "steps": session.steps,
         "contact_model": session.sim.contact.name,
+        "contacts": session.sim.contacts,
+        "world": session.world.world_name,
         "dt_s": session.sim.dt,
         "control_period_s": session.config.control_period,
         "real_time_factor_target": session.config.real_time_factor,

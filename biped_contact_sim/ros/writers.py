@@ -118,7 +118,8 @@ class MarkerWriter:
         array: the MarkerArray object.
         marker_factory, point_factory: the Marker and Point classes.
         frame_id: frame of every coordinate.
-        n_points: number of contact points.
+        n_points: number of contact points (geometry contacts: the markers grow to the
+            largest contact set seen; the contacts beyond the current set get alpha 0).
         n_cops: number of CoPs (contact bodies).
         cones: draw the friction cones (``mu`` given to :meth:`write`).
     """
@@ -128,29 +129,13 @@ class MarkerWriter:
         from biped_contact_sim.record import messages as m
 
         self.m, self.point_factory = m, point_factory
+        self.marker_factory, self.frame_id, self.with_cones = marker_factory, frame_id, cones
         self.array = array
-
-        def marker(ns, marker_id, marker_type, scale, rgba, n_vertices):
-            mk = marker_factory()
-            mk.header.frame_id = str(frame_id)
-            mk.ns, mk.id, mk.type, mk.action = ns, int(marker_id), int(marker_type), m.MARKER_ADD
-            mk.pose.orientation.w = 1.0
-            write_xyz(mk.scale, scale)
-            mk.color.r, mk.color.g, mk.color.b, mk.color.a = (float(c) for c in rgba)
-            mk.frame_locked = False
-            mk.points = [point_factory() for _ in range(n_vertices)]
-            return mk
-
-        arrow = (m.ARROW_SHAFT_DIAMETER, m.ARROW_HEAD_DIAMETER, m.ARROW_HEAD_LENGTH)
+        marker = self._marker
         self.forces, self.cones = [], []
         markers = []
-        for i in range(n_points):
-            self.forces.append(marker(m.NS_FORCES, i, m.MARKER_ARROW, arrow, m.FORCE_COLOR, 2))
-            markers.append(self.forces[-1])
-            if cones:
-                self.cones.append(marker(m.NS_CONES, i, m.MARKER_TRIANGLE_LIST, (1.0, 1.0, 1.0),
-                                         m.CONE_COLOR, 3 * m.CONE_SEGMENTS))
-                markers.append(self.cones[-1])
+        self.all = markers
+        self._grow(n_points)
         self.polygon = marker(m.NS_SUPPORT_POLYGON, 0, m.MARKER_LINE_STRIP,
                               (m.SUPPORT_POLYGON_LINE_WIDTH, 0.0, 0.0), m.SUPPORT_POLYGON_COLOR, 0)
         markers.append(self.polygon)
@@ -158,11 +143,38 @@ class MarkerWriter:
                      for j in range(n_cops)]
         self.zmp = marker(m.NS_ZMP, 0, m.MARKER_SPHERE, (m.ZMP_DIAMETER,) * 3, m.ZMP_COLOR, 0)
         markers += [*self.cops, self.zmp]
-        self.all = markers
         array.markers = markers
         angles = np.linspace(0.0, 2.0 * np.pi, m.CONE_SEGMENTS + 1)
         self._cos, self._sin = np.cos(angles), np.sin(angles)
         self._cone_cache: dict = {}
+
+    def _marker(self, ns, marker_id, marker_type, scale, rgba, n_vertices):
+        m = self.m
+        mk = self.marker_factory()
+        mk.header.frame_id = str(self.frame_id)
+        mk.ns, mk.id, mk.type, mk.action = ns, int(marker_id), int(marker_type), m.MARKER_ADD
+        mk.pose.orientation.w = 1.0
+        write_xyz(mk.scale, scale)
+        mk.color.r, mk.color.g, mk.color.b, mk.color.a = (float(c) for c in rgba)
+        mk.frame_locked = False
+        mk.points = [self.point_factory() for _ in range(n_vertices)]
+        return mk
+
+    def _grow(self, n_points: int) -> None:
+        """Force arrows (and cones) for contacts ``len(self.forces) … n_points - 1``: with
+        geometry contacts the number of contacts changes from step to step; ids once used stay
+        (alpha 0 while there are fewer contacts), as an inactive point's do."""
+        m = self.m
+        arrow = (m.ARROW_SHAFT_DIAMETER, m.ARROW_HEAD_DIAMETER, m.ARROW_HEAD_LENGTH)
+        for i in range(len(self.forces), n_points):
+            self.forces.append(self._marker(m.NS_FORCES, i, m.MARKER_ARROW, arrow,
+                                            m.FORCE_COLOR, 2))
+            self.all.insert(len(self.forces) + len(self.cones) - 1, self.forces[-1])
+            if self.with_cones:
+                self.cones.append(self._marker(m.NS_CONES, i, m.MARKER_TRIANGLE_LIST,
+                                               (1.0, 1.0, 1.0), m.CONE_COLOR,
+                                               3 * m.CONE_SEGMENTS))
+                self.all.insert(len(self.forces) + len(self.cones) - 1, self.cones[-1])
 
     @staticmethod
     def _points(points: list, values: np.ndarray) -> None:
@@ -209,23 +221,31 @@ class MarkerWriter:
     def write(self, stamp: int, points: np.ndarray, forces: np.ndarray, active: np.ndarray,
               cops: list, zmp: np.ndarray | None, support_polygon: np.ndarray,
               mu: float | None, force_scale: float, normals: np.ndarray | None) -> Any:
-        """The markers of ``messages.contact_markers`` (same arguments, stamp in ns)."""
+        """The markers of ``messages.contact_markers`` (same arguments, stamp in ns; ``mu`` a
+        scalar or one per contact)."""
         m = self.m
         points = np.asarray(points, dtype=float).reshape(-1, 3)
         forces = np.asarray(forces, dtype=float).reshape(-1, 3)
         active = np.asarray(active, dtype=bool).reshape(-1)
         normals = np.broadcast_to(np.asarray((0.0, 0.0, 1.0) if normals is None else normals,
                                              dtype=float), (len(points), 3))
+        n = len(points)
+        if n > len(self.forces):
+            self._grow(n)
+            self.array.markers = self.all
         for mk in self.all:
             write_stamp(mk.header.stamp, stamp)
         tips = points + force_scale * forces
         for i, mk in enumerate(self.forces):
-            self._points(mk.points, np.stack([points[i], tips[i]]))
-            mk.color.a = float(m.FORCE_COLOR[3]) if active[i] else 0.0
+            if i < n:
+                self._points(mk.points, np.stack([points[i], tips[i]]))
+            mk.color.a = float(m.FORCE_COLOR[3]) if i < n and active[i] else 0.0
         if mu is not None:
+            mus = np.broadcast_to(np.asarray(mu, dtype=float), (n,))
             for i, mk in enumerate(self.cones):
-                self._points(mk.points, self._cone(points[i], normals[i], float(mu)))
-                mk.color.a = float(m.CONE_COLOR[3]) if active[i] else 0.0
+                if i < n:
+                    self._points(mk.points, self._cone(points[i], normals[i], float(mus[i])))
+                mk.color.a = float(m.CONE_COLOR[3]) if i < n and active[i] else 0.0
         vertices = np.asarray(support_polygon, dtype=float).reshape(-1, 3)
         poly = self.polygon
         if len(vertices):

@@ -2,6 +2,10 @@
 its default and read back from the node's parameters (they used to be silently overridden by
 the params files' node sections)."""
 
+import atexit
+import os
+import shutil
+import tempfile
 import unittest
 
 import launch_testing
@@ -15,14 +19,23 @@ from sensor_msgs.msg import JointState
 
 import launch
 
+# A world file of the flat ground alone: with contacts:=points it changes nothing of the
+# planar walk (a world with boxes or objects needs geometry contacts).
+_FOLDER = tempfile.mkdtemp(prefix="biped_world_")
+atexit.register(shutil.rmtree, _FOLDER, True)
+FLAT_WORLD = os.path.join(_FOLDER, "flat.yaml")
+with open(FLAT_WORLD, "w") as f:
+    f.write("world:\n  ground: {height: 0.0}\n")
 ARGUMENTS = {  # every argument of sim.launch.py, none at its default
-    "robot": "planar_biped", "scenario": "planar_walk", "contact_model": "gauss_seidel",
+    "robot": "planar_biped", "scenario": "planar_walk", "world": FLAT_WORLD,
+    "contacts": "points", "contact_model": "gauss_seidel",
     "controller": "ctc", "behavior": "planar_walk", "rviz": "false", "lockstep": "false",
     "real_time_factor": "0.5", "use_sim_time": "false",
 }
 EXPECTED = {
     "simulator": {"robot_config": "planar_biped", "scenario": "planar_walk",
-                  "contact_model": "gauss_seidel", "lockstep": False, "real_time_factor": 0.5},
+                  "world": FLAT_WORLD, "contacts": "points", "contact_model": "gauss_seidel",
+                  "lockstep": False, "real_time_factor": 0.5},
     "controller": {"robot_config": "planar_biped", "controller": "ctc",
                    "behavior": "planar_walk"},
     "robot_state_publisher": {"use_sim_time": False},

@@ -177,3 +177,15 @@ def test_closed_loop_runs_on_after_a_reset(ros):
     after = lambda: [stamp_ns(m) for m in ros.probe.since("odom", reset)]  # noqa: E731
     assert ros.probe.spin_until(lambda: 0 in after() and max(after()) >= 50_000_000, 300.0), \
         f"the loop did not run on after the reset: stamps {after()[-5:]}"
+
+
+def test_geometry_contacts_in_the_closed_loop(ros):
+    """``contacts:=geometry`` (every collision geometry of the URDF against the world, as
+    ``biped-sim --set contacts=geometry``): the simulator reports it in /diagnostics and the
+    controller holds the robot standing, the sole wrenches carrying its weight."""
+    start_loop(ros, "stand", "ctc", lockstep=True, real_time_factor=0.0, contacts="geometry")
+    ratio = check_standing_wrenches_carry_the_weight(Recorder(ros.probe), MASS)
+    _, _, values = latest_status(ros.probe, SIM_STATUS_NAME, time.monotonic(), 30.0)
+    assert (values["contacts"], values["world"]) == ("geometry", "")
+    assert int(values["commands_rejected"]) == 0 and values["diverged"] == ""
+    print(f"\ngeometry contacts, stand/ctc: sole forces / m g = {ratio:.4f}")

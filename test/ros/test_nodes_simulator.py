@@ -69,11 +69,12 @@ def test_pause_and_reset_services(ros):
 
 def test_bad_parameters_are_refused_at_start_up_naming_each(ros):
     proc = ros.start("simulator", expect_exit=1, dt=-1.0, contact_model="bogus",
-                     control_period=0.0015)
+                     control_period=0.0015, world="moon")
     assert proc.wait(120.0) == 1, proc.output
     text = proc.output
     assert "dt = -1.0 must be in [1e-05, 0.1] s" in text
     assert "contact_model = 'bogus' is not one of:" in text
+    assert "world = 'moon': Unknown world: 'moon'. Valid names:" in text
     assert "Traceback" not in text
 
 

@@ -152,3 +152,38 @@ def test_marker_writer_equals_contact_markers(session, case):
         marker["header"]["stamp"] = {"sec": v.stamp // 10**9, "nanosec": v.stamp % 10**9}
     reference = fill_message(MarkerArray(), fields, {"markers": Marker, "points": Point})
     assert_same(as_data(msg), as_data(reference))
+
+
+def test_marker_writer_follows_a_changing_contact_set():
+    """Geometry contacts: the number of contacts changes from step to step. The writer grows to
+    the largest set seen; the markers of the n contacts now are those of ``contact_markers``
+    (each contact's own normal), the arrows and cones of ids ≥ n are invisible (alpha 0)."""
+    config = params.sim_config({"real_time_factor": 0.0, "contacts": "geometry"})
+    s = sim_session.SimSession(sim_session.build_world(config), config)
+    for _ in range(30):
+        s.tick(max_periods=1)
+    v = s.visual_sample()
+    count = len(v.points)
+    assert count >= 4 and v.normal.shape == (count, 3) and np.all(v.mu == v.mu[0])
+    cops = [c for _, c in v.cops]
+    writer = MarkerWriter(MarkerArray(), Marker, Point, "world", 2, len(cops))
+    for n in (count, 3, count):  # grows, shrinks, grows back
+        msg = writer.write(v.stamp, v.points[:n], v.forces[:n], v.active[:n], cops, v.zmp,
+                           v.polygon, v.mu[:n], v.force_scale, v.normal[:n])
+        fields = messages.contact_markers(v.t, "world", v.points[:n], v.forces[:n],
+                                          v.active[:n], cops, v.zmp, v.polygon,
+                                          mu=float(v.mu[0]), force_scale=v.force_scale,
+                                          normals=v.normal[:n])
+        for marker in fields["markers"]:
+            marker["header"]["stamp"] = {"sec": v.stamp // 10**9, "nanosec": v.stamp % 10**9}
+        reference = as_data(fill_message(MarkerArray(), fields,
+                                         {"markers": Marker, "points": Point}))["markers"]
+        got = as_data(msg)["markers"]
+        by_key = {(m["ns"], m["id"]): m for m in got}
+        assert len(by_key) == len(got)  # (ns, id) unique
+        for m in reference:
+            assert_same(by_key[(m["ns"], m["id"])], m, f"{m['ns']}[{m['id']}]")
+        hidden = [m for m in got if m["ns"] in (messages.NS_FORCES, messages.NS_CONES)
+                  and m["id"] >= n]
+        assert len(hidden) == 2 * (count - n)
+        assert all(m["color"]["a"] == 0.0 for m in hidden)
