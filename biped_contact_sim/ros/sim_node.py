@@ -47,6 +47,9 @@ FACTORIES = {"markers": Marker, "points": Point, "status": DiagnosticStatus,
              "values": KeyValue}
 REJECT_LOG_PERIOD = 1.0  # [s] throttle of the "rejected joint_torque_cmd" log line
 REPUBLISH = 1.0  # [s] re-send an awaited state (a controller may have joined after it was sent)
+# [s] how often the measurement publishers' subscriber counts are asked (a C call each, five per
+# period otherwise); a new subscriber gets the measurement topics at most this much later
+SUBSCRIBERS_PERIOD = 0.2
 QOS_DEPTH = 10
 BATCH_BUDGET = 0.02  # [s] longest run of periods between two waits (services stay responsive)
 
@@ -94,6 +97,9 @@ class SimulatorNode(Node):
                                   robot.base_link, [b.frame for b in robot.contact_bodies])
         self.state_pubs = [self.pubs[topic] for topic in
                            (topics.CLOCK, topics.JOINT_STATES, topics.ODOM, *wrench_topics)]
+        self.publish_order = [*range(1, len(self.state_pubs)), 0]  # /clock last
+        self.live = [False] * len(self.state_pubs)
+        self.next_count = 0.0
         self.command_reader = cdr.JointStateReader()
         self.markers = MarkerWriter(MarkerArray(), Marker, Point, self.config.world_frame,
                                     robot.n_points, len(robot.contact_bodies))
@@ -124,11 +130,17 @@ class SimulatorNode(Node):
         self.pubs[topic].publish(fill_message(self.msg_types[topic](), fields, FACTORIES))
 
     def publish_state(self) -> None:
-        """The measurement topics of the state now (to the topics someone subscribes to)."""
-        for pub, data in zip(self.state_pubs, self.writer.write(self.session.sample()),
-                             strict=True):
-            if pub.get_subscription_count():
-                pub.publish(data)
+        """The measurement topics of the state now, to the topics someone subscribes to (the
+        subscriber counts are asked every :data:`SUBSCRIBERS_PERIOD`, not every period); the
+        controller's inputs first, ``/clock`` (not one of them) last."""
+        now = time.perf_counter()
+        if now >= self.next_count:
+            self.live = [pub.get_subscription_count() > 0 for pub in self.state_pubs]
+            self.next_count = now + SUBSCRIBERS_PERIOD
+        data = self.writer.write(self.session.sample())
+        for k in self.publish_order:
+            if self.live[k]:
+                self.state_pubs[k].publish(data[k])
         self.last_publish = time.perf_counter()
 
     def publish_markers(self) -> None:
