@@ -85,7 +85,7 @@ class ControllerNode(Node):
         now = time.perf_counter()
         self.next_cycle = now
         self.next_diagnostics = now
-        self.loop = NodeLoop(self, self.on_wake)
+        self.loop = NodeLoop(self, self.on_wake, static=True)
         self.get_logger().info(
             f"Controller {cfg.controller!r}, behaviour {cfg.behavior!r} on {self.robot.name}, "
             f"control period {cfg.control_period:g} s, sync {cfg.sync!r}")

@@ -115,7 +115,7 @@ class SimulatorNode(Node):
         self.next_visual = now
         self.next_markers = now
         self.next_diagnostics = now
-        self.loop = NodeLoop(self, self.on_wake)
+        self.loop = NodeLoop(self, self.on_wake, static=True)
         cfg = self.config
         contacts = world.sim.contacts + (f" in world {world.world_name!r}"
                                          if world.world_name else "")
