@@ -198,6 +198,12 @@ def test_world_files_load_and_schema_errors_name_the_key():
         parse_world({"planes": [{"name": "ground", "normal": [0, 0, 1]}]})
     with pytest.raises(ConfigError, match=r"restitution = 2 must be in \[0, 1\]"):
         parse_world({"materials": {"default": {"mu": 0.5, "restitution": 2}}})
+    # a per-material e that no model would apply is refused, naming the models that have one
+    with pytest.raises(ConfigError, match=r"pairs\[0\].restitution = 0.5: .*gauss_seidel or "
+                                          r"acceleration_lcp"):
+        parse_world({"materials": {"pairs": [{"between": ["a", "b"], "mu": 0.5,
+                                              "restitution": 0.5}]}})
+    assert parse_world({"materials": {"default": {"mu": 0.5, "restitution": 0}}}) is not None
     with pytest.raises(ConfigError, match=r"Unknown world: 'nowhere'. Valid names: "):
         load_world("nowhere")
 
@@ -208,3 +214,48 @@ def test_material_pairs_and_default():
     assert world.law("robot", "ice").mu == 0.05 and world.law("ice", "robot").mu == 0.05
     assert world.law("robot", "wood").mu == 0.7
     assert parse_world({}, mu=0.3).law("a", "b").mu == 0.3
+
+
+def test_compiled_box_plane_contacts_equal_a_numpy_reference_on_pinocchio_placements():
+    """Every box geometry of the biped against the ground, at random configurations near it:
+    the compiled detector's points and gaps equal the numpy reference on pinocchio's own
+    geometry placements (``updateGeometryPlacements``: the 8 vertices, gap = z, kept when
+    ≤ margin) to 1e-10, and the placements it reads follow the Data after each computation."""
+    robot = RobotModel.load("biped3d")
+    model, margin = robot.model, 0.01
+    gm = pin.buildGeomFromUrdf(model, str(robot.config.urdf_path), pin.GeometryType.COLLISION)
+    gdata = gm.createData()
+    det = Detector(model, gm, parse_world(None), (), CollisionSettings(margin))
+    data = robot.create_data()
+    rng = np.random.default_rng(3)
+    signs = np.array([(sx, sy, sz) for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+    checked = 0
+    for _ in range(8):
+        q = robot.standing_configuration()
+        q[7:] += rng.uniform(-0.4, 0.4, model.nq - 7)
+        q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(*rng.uniform(-0.6, 0.6, 3))).coeffs()
+        pin.forwardKinematics(model, data, q)
+        pin.updateGeometryPlacements(model, data, gm, gdata)
+        lowest = min((gdata.oMg[k].act(s * g.geometry.halfSide)[2] for k, g in
+                      enumerate(gm.geometryObjects) if isinstance(g.geometry, coal.Box)
+                      for s in signs))
+        q[2] += 0.003 - lowest  # the lowest vertex 3 mm into the ground
+        pin.forwardKinematics(model, data, q)
+        pin.updateGeometryPlacements(model, data, gm, gdata)
+        R, t = det.placements(data)
+        for j in range(model.njoints):
+            np.testing.assert_array_equal(R[j], data.oMi[j].rotation)
+            np.testing.assert_array_equal(t[j], data.oMi[j].translation)
+        ref = sorted((k, *p) for k, g in enumerate(gm.geometryObjects)
+                     if isinstance(g.geometry, coal.Box)
+                     for p in (gdata.oMg[k].act(s * g.geometry.halfSide) for s in signs)
+                     if p[2] <= margin)
+        c = det.detect(data)
+        box = np.array([isinstance(gm.geometryObjects[int(k)].geometry, coal.Box) for k in c.geom1],
+                       dtype=bool)
+        got = sorted((k, *p) for k, p in zip(c.geom1[box], c.p1[box], strict=True))
+        assert len(got) == len(ref) > 0
+        np.testing.assert_allclose(np.array(got), np.array(ref), atol=1e-10, rtol=0)
+        np.testing.assert_allclose(c.phi[box], c.p1[box, 2], atol=1e-10, rtol=0)
+        checked += len(ref)
+    assert checked >= 8

@@ -5,7 +5,11 @@ import numpy as np
 import pytest
 
 from biped_contact_sim.cli.runner import run
-from biped_contact_sim.sim.observables import convex_hull, point_in_polygon
+from biped_contact_sim.sim.observables import (
+    configured_point_values,
+    convex_hull,
+    point_in_polygon,
+)
 
 KNOWN_NOT_AT_REST = pytest.mark.xfail(
     strict=True, reason="known: the PD-held biped rocks on its ankles with spring_damper "
@@ -41,7 +45,8 @@ def test_stand_contact_quality(standing):
     assert standing.max_cone_violation <= 1e-9
     for sample in standing.samples[len(standing.samples) // 2:]:
         for foot, body in zip(sample.obs.feet, standing.robot.contact_bodies, strict=True):
-            sole = convex_hull(sample.step.p[list(body.points), :2])
+            corners = configured_point_values(standing.robot, sample.step, sample.step.p)
+            sole = convex_hull(corners[list(body.points), :2])
             assert foot.cop is not None and point_in_polygon(foot.cop[:2], sole, tol=1e-9)
 
 

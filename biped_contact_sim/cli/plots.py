@@ -33,6 +33,7 @@ from matplotlib.ticker import MultipleLocator, NullFormatter, NullLocator, Scala
 from biped_contact_sim.cli.runner import RunResult, fidelity_residuals, run
 from biped_contact_sim.control.feasibility import robot_stability_cloud
 from biped_contact_sim.record.recorder import base_motion
+from biped_contact_sim.sim.observables import configured_point_values
 
 PLOTS_DIR = "plots"
 DPI = 120
@@ -136,7 +137,7 @@ def compare_plots(results: dict[str, RunResult], out_dir: Path) -> list[Path]:
 
     force_fig, axes = panels("normal force per contact body (impact peaks clipped, value "
                              "written)")
-    sums = [_normal_forces(r)[:, list(b.points)].sum(axis=1)
+    sums = [np.nansum(_normal_forces(r)[:, list(b.points)], axis=1)
             for r in results.values() for b in r.robot.contact_bodies]
     weight = _weight(next(iter(results.values())))
     limits = _robust_limits(np.concatenate([*sums, [0.0, weight]]), pad=0.2)
@@ -144,7 +145,7 @@ def compare_plots(results: dict[str, RunResult], out_dir: Path) -> list[Path]:
         t = _time(r)
         fn = _normal_forces(r)
         for body in r.robot.contact_bodies:
-            total = fn[:, list(body.points)].sum(axis=1)
+            total = np.nansum(fn[:, list(body.points)], axis=1)
             ax.plot(t, total, lw=0.8, label=body.name)
             if limits and total.size and total.max() > limits[1]:
                 k = int(np.argmax(total))
@@ -241,14 +242,16 @@ def _time(result: RunResult) -> np.ndarray:
 
 
 def _gaps(result: RunResult) -> np.ndarray:
-    """(samples, points) gaps φ at the start of each recorded step [m]."""
-    return np.array([s.step.phi for s in result.samples]).reshape(len(result.samples), -1)
+    """(samples, points) gaps φ at the start of each recorded step [m] (geometry contacts: at
+    the configured points, NaN where nothing is within the detection margin)."""
+    return np.array([configured_point_values(result.robot, s.step, s.step.phi)
+                     for s in result.samples]).reshape(len(result.samples), -1)
 
 
 def _normal_forces(result: RunResult) -> np.ndarray:
-    """(samples, points) normal forces f_n [N]."""
-    return np.array([s.step.f_contact[:, 2] for s in result.samples]).reshape(
-        len(result.samples), -1)
+    """(samples, points) normal forces f_n [N] (geometry contacts: as ``_gaps``)."""
+    return np.array([configured_point_values(result.robot, s.step, s.step.f_contact[:, 2])
+                     for s in result.samples]).reshape(len(result.samples), -1)
 
 
 def _gravity(result: RunResult) -> float:

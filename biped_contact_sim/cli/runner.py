@@ -34,7 +34,12 @@ from biped_contact_sim.control import Controller, Measurement
 from biped_contact_sim.errors import BipedSimError, ConfigError, DivergenceError, unknown_name
 from biped_contact_sim.record.buffer import RunningStat
 from biped_contact_sim.robot import RobotModel
-from biped_contact_sim.sim.observables import Observation, Observer, foot_wrenches
+from biped_contact_sim.sim.observables import (
+    Observation,
+    Observer,
+    configured_point_values,
+    foot_wrenches,
+)
 from biped_contact_sim.sim.scenarios import SCENARIOS, Scenario, get_scenario
 from biped_contact_sim.sim.simulator import SimSettings, Simulator, StepResult
 
@@ -665,8 +670,9 @@ def biped_metrics(result: RunResult) -> dict[str, Any]:
     """Whole-run figures of a biped run, from the recorded samples (docs/architecture.md
     "summary.json").
 
-    * ``min_point_normal_force_N``: the smallest normal force of any contact point in any
-      sample (0: some vertex unloaded or lifted);
+    * ``min_point_normal_force_N``: the smallest normal force of any configured contact point
+      in any sample (0: some vertex unloaded or lifted; with geometry contacts the contact at
+      that vertex, 0 N where there is none);
     * ``torque_saturation_fraction``: samples with some |τ_j| ≥ 0.999 τ_max,j;
     * ``com_travel_m``: CoM displacement (x, y) from the first to the last sample;
     * with a behaviour: ``planned_distance_m`` (if it plans one), ``progress_fraction``,
@@ -680,7 +686,9 @@ def biped_metrics(result: RunResult) -> dict[str, Any]:
     limit = robot.effort_limit
     tau = np.array([s.step.tau for s in samples])
     com = np.array([s.obs.com for s in samples])
-    fn = np.array([s.step.f_contact[:, 2] for s in samples])
+    # per configured sole vertex (geometry contacts: the contact at that vertex; none: 0 N)
+    fn = np.nan_to_num(np.array([configured_point_values(robot, s.step, s.step.f_contact[:, 2])
+                                 for s in samples]), nan=0.0)
     out: dict[str, Any] = {
         # below 0+ means some sole vertex carried no load at some sample (a lifting foot edge)
         "min_point_normal_force_N": float(fn.min()) if fn.size else None,

@@ -24,6 +24,7 @@ import pinocchio as pin
 from biped_contact_sim.record import messages
 from biped_contact_sim.record.mcap_writer import McapTraceWriter
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.sim.observables import configured_point_values
 
 if TYPE_CHECKING:  # the runner (cli layer) produces what is recorded; only its types are used
     from biped_contact_sim.cli.runner import RunResult, Sample
@@ -326,8 +327,10 @@ def timeseries_row(robot: RobotModel, sample: Sample) -> list[float | str]:
     if step.contacts is None:
         row += step.phi.tolist()
         row += step.f_contact[:, 2].tolist()
-    else:  # geometry contacts: no configured points (their set changes; trace.mcap has them)
-        row += [""] * (2 * robot.n_points)
+    else:  # geometry contacts: the contact at each configured point, empty where there is none
+        for values in (step.phi, step.f_contact[:, 2]):
+            row += ["" if np.isnan(x) else float(x)
+                    for x in configured_point_values(robot, step, values)]
     for foot in obs.feet:
         row += _xy(foot.cop)
     row += _xy(obs.zmp)

@@ -191,22 +191,24 @@ class Detector:
                                 dtype=np.int64)
         self._box_shapes = tuple(coal.Box(*b.size) for b in world.boxes)
         self._capacity = 64
+        self._out = _alloc(self._capacity)  # the kernel's work arrays, reused every step
         self._views = None
+        self._feature_mat = np.concatenate([self.plane_mat, self.box_mat, self.geoms.material])
         self._ground = next((k for k, p in enumerate(world.planes) if p.name == "ground"), -1)
         self._joint_names = tuple(model.names)
         self._request = coal.DistanceRequest()
         self.fallback_calls = 0  # coal.distance calls so far (pairs without a closed form)
 
-    def placements(self, data: pin.Data) -> tuple[tuple, tuple]:
-        """Views of the joint rotations and translations in ``data.oMi`` (taken once per Data
-        when eigenpy hands out views, as ``robot.TermsWorkspace`` checks; else each call)."""
+    def placements(self, data: pin.Data) -> tuple[np.ndarray, np.ndarray]:
+        """The joint rotations (njoints, 3, 3) and translations (njoints, 3) of ``data.oMi``:
+        one strided view of pinocchio's storage, taken once per Data (``stacked_views``), or
+        copies taken at each call where eigenpy hands out copies."""
         if self._views is not None and self._views[0] is data:
             return self._views[1], self._views[2]
         r = range(self.model.njoints)
-        rotations = tuple(data.oMi[j].rotation for j in r)
-        translations = tuple(data.oMi[j].translation for j in r)
-        live = not (rotations[-1].flags.owndata or translations[-1].flags.owndata)
-        self._views = (data, rotations, translations) if live else None
+        rotations, live_r = stacked_views([data.oMi[j].rotation for j in r])
+        translations, live_t = stacked_views([data.oMi[j].translation for j in r])
+        self._views = (data, rotations, translations) if live_r and live_t else None
         return rotations, translations
 
     def detect(self, data: pin.Data) -> Contacts:
@@ -214,7 +216,7 @@ class Detector:
         g, s = self.geoms, self.settings
         rotations, translations = self.placements(data)
         while True:
-            out = _alloc(self._capacity)
+            out = self._out
             n, nf, Rw, cw = detect_kernel(
                 g.kind, g.joint, g.R, g.t, g.half, g.radius, g.group, g.material, rotations,
                 translations, self.plane_n, self.plane_o, self.plane_mat, self.box_R,
@@ -222,16 +224,16 @@ class Detector:
             if n >= 0:
                 break
             self._capacity *= 2
-        if nf:
+            self._out = _alloc(self._capacity)
+        if nf:  # pairs without a closed form: coal
             n = self._fallback(out, n, nf, Rw, cw, rotations, translations)
-        c = _contacts(out, n, rotations, translations, self.e_table, g.material,
-                      self._feature_material())
-        c.on_ground = c.other == self._ground
+        arrays = finish_kernel(n, *self._out[:-1], rotations, translations, self.e_table,
+                               g.material, self._feature_mat, self._ground)
+        c = Contacts()
+        (c.body1, c.body2, c.p1, c.p2, c.normal, c.phi, c.ids, c.mu, c.geom1, c.other,
+         c.restitution, c.frames, c.local1, c.local2, c.p_tangent, c.on_ground) = arrays
         c.joint_names = self._joint_names
         return c
-
-    def _feature_material(self) -> np.ndarray:
-        return np.concatenate([self.plane_mat, self.box_mat, self.geoms.material])
 
     def _fallback(self, out, n, nf, Rw, cw, rotations, translations) -> int:
         """coal.distance for the pairs the kernel has no closed form for (``out[-1]``)."""
@@ -265,7 +267,7 @@ class Detector:
             grown = _alloc(self._capacity)
             for x, y in zip(grown[:-1], out[:-1], strict=True):
                 x[:n] = y[:n]
-            out[:-1] = grown[:-1]
+            out = self._out = grown
         for i, row in enumerate(rows):
             for arr, value in zip(out[:-1], row, strict=True):
                 arr[n + i] = value
@@ -280,38 +282,26 @@ def _alloc(capacity: int) -> list[np.ndarray]:
             np.empty((capacity, 2), np.int64)]
 
 
-def _contacts(out, n, rotations, translations, e_table, geom_mat, feature_mat) -> Contacts:
-    b1, b2, p1, p2, nrm, gap, key, mu, anchor, g1, other, _ = out
-    c = Contacts()
-    c.body1, c.body2, c.p1, c.p2 = b1[:n].copy(), b2[:n].copy(), p1[:n].copy(), p2[:n].copy()
-    c.normal, c.phi, c.ids, c.mu = nrm[:n].copy(), gap[:n].copy(), key[:n].copy(), mu[:n].copy()
-    c.geom1, c.other = g1[:n].copy(), other[:n].copy()
-    c.restitution = e_table[geom_mat[c.geom1], feature_mat[c.other]] if n else np.zeros(0)
-    c.frames, c.local1, c.local2, c.p_tangent = contact_frames(
-        c.body1, c.body2, c.p1, c.p2, c.normal, anchor[:n], rotations, translations)
-    return c
+def stacked_views(views: list[np.ndarray]) -> tuple[np.ndarray, bool]:
+    """One ``(n, *shape)`` array over per-joint arrays and whether it follows their storage.
 
-
-@njit(cache=True, error_model="numpy")
-def contact_frames(b1, b2, p1, p2, normal, anchor, rotations, translations):
-    """Contact frames ``[t₁ t₂ n]``, the points in their joint frames and the tangential
-    coordinates ``(t₁, t₂)ᵀ(p₁ − anchor)`` (anchor fixed on body 2: spring anchors)."""
-    m = b1.shape[0]
-    frames = np.empty((m, 3, 3))
-    local1 = np.empty((m, 3))
-    local2 = np.empty((m, 3))
-    pt = np.empty((m, 2))
-    for i in range(m):
-        C = frame_from_normal(normal[i])
-        frames[i] = C
-        R, t = rotations[b1[i]], translations[b1[i]]
-        local1[i] = _mtv(R, p1[i] - t)
-        R, t = rotations[b2[i]], translations[b2[i]]
-        local2[i] = _mtv(R, p2[i] - t)
-        d = p1[i] - anchor[i]
-        pt[i, 0] = C[0, 0] * d[0] + C[1, 0] * d[1] + C[2, 0] * d[2]
-        pt[i, 1] = C[0, 1] * d[0] + C[1, 1] * d[1] + C[2, 1] * d[2]
-    return frames, local1, local2, pt
+    eigenpy hands out views of pinocchio's ``std::vector`` storage (``Data.oMi``, ``Data.v``,
+    ``Data.a``): equally spaced blocks of one buffer. When every view is one (same shape and
+    strides, none owning its data, addresses a constant step apart), the result is a strided
+    view over that buffer (no copy, it follows the Data: one array for the kernels instead of
+    a tuple of n, whose unboxing at each call cost more than the detection itself); otherwise
+    a stacked copy (``live`` False: take it again after each computation).
+    """
+    first = views[0]
+    if len(views) > 1 and all(v.shape == first.shape and v.strides == first.strides
+                              and not v.flags.owndata for v in views):
+        step = views[1].ctypes.data - first.ctypes.data
+        if step >= first.nbytes and all(v.ctypes.data == first.ctypes.data + k * step
+                                        for k, v in enumerate(views)):
+            return np.lib.stride_tricks.as_strided(
+                first, (len(views), *first.shape), (step, *first.strides),
+                writeable=False), True
+    return np.array(views), False
 
 
 # ------------------------------------------------------------------------------ kernels
@@ -341,6 +331,13 @@ def _mtv(R, x):
 @njit(cache=True, error_model="numpy")
 def _col(R, i):
     return np.array([R[0, i], R[1, i], R[2, i]])
+
+
+@njit(cache=True, error_model="numpy")
+def _dot_col(a, R, i):
+    """aᵀ R[:, i] without a temporary."""
+    return a[0] * R[0, i] + a[1] * R[1, i] + a[2] * R[2, i]
+
 
 @njit(cache=True, error_model="numpy")
 def _push(out, n, b1, b2, p1, p2, nrm, gap, key, mu, anchor, g1, other):
@@ -400,12 +397,12 @@ def _vs_plane(out, n, kind, R, c, half, nrm, o, margin, b1, key, mu, g, other):
     pts, k = _support_points(kind, R, c, half, nrm)
     p2 = np.empty(3)
     for i in range(k):
-        p = pts[i]
-        gap = _dot(nrm, p - o)
+        gap = nrm[0] * (pts[i, 0] - o[0]) + nrm[1] * (pts[i, 1] - o[1]) \
+            + nrm[2] * (pts[i, 2] - o[2])
         if gap <= margin:
             for r in range(3):
-                p2[r] = p[r] - gap * nrm[r]
-            n = _push(out, n, b1, 0, p, p2, nrm, gap, key + i, mu, o, g, other)
+                p2[r] = pts[i, r] - gap * nrm[r]
+            n = _push(out, n, b1, 0, pts[i], p2, nrm, gap, key + i, mu, o, g, other)
     return n
 
 
@@ -479,10 +476,9 @@ def _box_box(out, n, R1, c1, h1, R2, c2, h2, margin, b1, b2, key, mu, anchor, g,
     for which in range(2):
         Ra, Rb, ha, hb = (R2, R1, h2, h1) if which == 0 else (R1, R2, h1, h2)
         for i in range(3):
-            a = _col(Ra, i)
-            s = abs(_dot(a, d)) - ha[i]
+            s = abs(_dot_col(d, Ra, i)) - ha[i]
             for j in range(3):
-                s -= hb[j] * abs(_dot(a, _col(Rb, j)))
+                s -= hb[j] * abs(Ra[0, i] * Rb[0, j] + Ra[1, i] * Rb[1, j] + Ra[2, i] * Rb[2, j])
             bias = _PREFER_STATIC if (which == 0 and static2) else 0.0
             if s + bias > best:  # a static face wins ties (within the bias)
                 best, ref_is_2, axis = s + bias, which == 0, i
@@ -500,10 +496,10 @@ def _box_box(out, n, R1, c1, h1, R2, c2, h2, margin, b1, b2, key, mu, anchor, g,
     # incident face: the face of the other box most anti-parallel to nr
     k, dots = 0, 0.0
     for j in range(3):
-        x = abs(_dot(nr, _col(Ri, j)))
+        x = abs(_dot_col(nr, Ri, j))
         if x > dots:
             k, dots = j, x
-    sgn = -1.0 if _dot(nr, _col(Ri, k)) > 0 else 1.0
+    sgn = -1.0 if _dot_col(nr, Ri, k) > 0 else 1.0
     fi = ci + sgn * hi[k] * _col(Ri, k)
     k1, k2 = (k + 1) % 3, (k + 2) % 3
     u1, u2 = hi[k1] * _col(Ri, k1), hi[k2] * _col(Ri, k2)
@@ -577,31 +573,40 @@ def detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, tra
     NO = P + S + G
     Rw = np.empty((G, 3, 3))
     cw = np.empty((G, 3))
+    # (written out without temporaries: the broad phase runs for every pair at every step)
     for a in range(G):
         R, t = rotations[joint[a]], translations[joint[a]]
-        for c in range(3):
-            Rw[a, :, c] = _mv(R, gR[a, :, c])
-        cw[a] = _mv(R, gt[a]) + t
+        for r in range(3):
+            cw[a, r] = R[r, 0] * gt[a, 0] + R[r, 1] * gt[a, 1] + R[r, 2] * gt[a, 2] + t[r]
+            for c in range(3):
+                Rw[a, r, c] = R[r, 0] * gR[a, 0, c] + R[r, 1] * gR[a, 1, c] \
+                    + R[r, 2] * gR[a, 2, c]
+    box_r = np.empty(box_t.shape[0])
+    for s in range(box_t.shape[0]):
+        box_r[s] = np.sqrt(box_half[s, 0] ** 2 + box_half[s, 1] ** 2 + box_half[s, 2] ** 2)
     n, nf = 0, 0
     for a in range(G):
         ka = kind[a]
         for p in range(P):
+            height = plane_n[p, 0] * (cw[a, 0] - plane_o[p, 0]) \
+                + plane_n[p, 1] * (cw[a, 1] - plane_o[p, 1]) \
+                + plane_n[p, 2] * (cw[a, 2] - plane_o[p, 2])
             if ka == KIND_OTHER:  # not expected from URDF primitives; coal handles it
-                if _dot(plane_n[p], cw[a] - plane_o[p]) - radius[a] <= margin:
+                if height - radius[a] <= margin:
                     if nf >= FALLBACK.shape[0]:
                         return -1, nf, Rw, cw
                     FALLBACK[nf, 0], FALLBACK[nf, 1] = a, p
                     nf += 1
                 continue
-            if _dot(plane_n[p], cw[a] - plane_o[p]) - radius[a] > margin:
+            if height - radius[a] > margin:
                 continue
             n = _vs_plane(out, n, ka, Rw[a], cw[a], half[a], plane_n[p], plane_o[p],
                              margin, joint[a], (a * NO + p) * PAIR_SLOTS,
                              mu_table[gmat[a], plane_mat[p]], a, p)
         for s in range(S):
-            d = cw[a] - box_t[s]
-            rb = np.sqrt(_dot(box_half[s], box_half[s]))
-            if np.sqrt(_dot(d, d)) > radius[a] + rb + margin:
+            reach = radius[a] + box_r[s] + margin
+            if (cw[a, 0] - box_t[s, 0]) ** 2 + (cw[a, 1] - box_t[s, 1]) ** 2 \
+                    + (cw[a, 2] - box_t[s, 2]) ** 2 > reach * reach:
                 continue
             key = (a * NO + P + s) * PAIR_SLOTS
             mu = mu_table[gmat[a], box_mat[s]]
@@ -624,8 +629,9 @@ def detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, tra
                 continue  # no robot self-collision
             if group[a] == group[b]:
                 continue  # one object's own shapes
-            d = cw[a] - cw[b]
-            if np.sqrt(_dot(d, d)) > radius[a] + radius[b] + margin:
+            reach = radius[a] + radius[b] + margin
+            if (cw[a, 0] - cw[b, 0]) ** 2 + (cw[a, 1] - cw[b, 1]) ** 2 \
+                    + (cw[a, 2] - cw[b, 2]) ** 2 > reach * reach:
                 continue
             kb = kind[b]
             key = (a * NO + P + S + b) * PAIR_SLOTS
@@ -662,3 +668,42 @@ def detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, tra
         if n < 0:
             return -1, nf, Rw, cw
     return n, nf, Rw, cw
+
+
+@njit(cache=True, error_model="numpy")
+def finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations, translations,
+                  e_table, geom_mat, feature_mat, ground):
+    """The contact set's arrays (``Contacts``, copies of the first n rows of the work arrays):
+    bodies, points, normals, gaps, ids, μ, geometry and feature, restitution, the frames
+    ``[t₁ t₂ n]`` (``world.frame_from_normal``), the points in their joint frames, the
+    tangential coordinates ``(t₁, t₂)ᵀ(p₁ − anchor)`` about a point fixed on body 2 (spring
+    anchors), and whether body 2 is the ground plane."""
+    body1, body2 = B1[:n].copy(), B2[:n].copy()
+    p1, p2, normal = P1[:n].copy(), P2[:n].copy(), N[:n].copy()
+    phi, ids, mu = GAP[:n].copy(), KEY[:n].copy(), MU[:n].copy()
+    geom1, other = G1[:n].copy(), OTH[:n].copy()
+    restitution = np.empty(n)
+    on_ground = np.empty(n, dtype=np.bool_)
+    frames = np.empty((n, 3, 3))
+    local1 = np.empty((n, 3))
+    local2 = np.empty((n, 3))
+    pt = np.empty((n, 2))
+    for i in range(n):
+        restitution[i] = e_table[geom_mat[geom1[i]], feature_mat[other[i]]]
+        on_ground[i] = other[i] == ground
+        C = frame_from_normal(normal[i])
+        frames[i] = C
+        R, t = rotations[body1[i]], translations[body1[i]]
+        for r in range(3):
+            local1[i, r] = R[0, r] * (p1[i, 0] - t[0]) + R[1, r] * (p1[i, 1] - t[1]) \
+                + R[2, r] * (p1[i, 2] - t[2])
+        R, t = rotations[body2[i]], translations[body2[i]]
+        for r in range(3):
+            local2[i, r] = R[0, r] * (p2[i, 0] - t[0]) + R[1, r] * (p2[i, 1] - t[1]) \
+                + R[2, r] * (p2[i, 2] - t[2])
+        for c in range(2):
+            pt[i, c] = C[0, c] * (p1[i, 0] - ANC[i, 0]) + C[1, c] * (p1[i, 1] - ANC[i, 1]) \
+                + C[2, c] * (p1[i, 2] - ANC[i, 2])
+    return (body1, body2, p1, p2, normal, phi, ids, mu, geom1, other, restitution, frames,
+            local1, local2, pt, on_ground)
+

@@ -34,7 +34,12 @@ from biped_contact_sim.robot.kernels import (
     point_terms,
     unpack,
 )
-from biped_contact_sim.sim.collision import CollisionSettings, Contacts, Detector
+from biped_contact_sim.sim.collision import (
+    CollisionSettings,
+    Contacts,
+    Detector,
+    stacked_views,
+)
 from biped_contact_sim.sim.terrain import PlaneTerrain
 from biped_contact_sim.sim.world import ContactLaw, Plane, World, build_world_model
 
@@ -96,6 +101,7 @@ class GeometryWorkspace:
             for k in model.supports[j]:
                 if k > 0:
                     self.support[j, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
+        self._live = False
         self.compute(pin.neutral(model), np.zeros(model.nv))
 
     def compute(self, q: np.ndarray, v: np.ndarray) -> None:
@@ -103,13 +109,17 @@ class GeometryWorkspace:
         model, data = self.model, self.data
         pin.computeAllTerms(model, data, q, v)
         pin.cholesky.decompose(model, data)
-        # views are re-taken each step (a few µs): eigenpy may hand out copies of 3-vectors
         self.J, self.nle, self.U, self.D = data.J, data.nle, data.U, data.D
+        if self._live:
+            return
+        # per-joint placements and motions as one strided view each (collision.stacked_views),
+        # taken once; copies re-taken at each step where eigenpy hands out copies
         r = range(model.njoints)
-        self.rotations = tuple(data.oMi[j].rotation for j in r)
-        self.translations = tuple(data.oMi[j].translation for j in r)
-        self.velocities = tuple(data.v[j].vector for j in r)
-        self.accelerations = tuple(data.a[j].vector for j in r)
+        self.rotations, live_r = stacked_views([data.oMi[j].rotation for j in r])
+        self.translations, live_t = stacked_views([data.oMi[j].translation for j in r])
+        self.velocities, live_v = stacked_views([data.v[j].vector for j in r])
+        self.accelerations, live_a = stacked_views([data.a[j].vector for j in r])
+        self._live = live_r and live_t and live_v and live_a
 
 
 def world_from_terrain(terrain: PlaneTerrain) -> World:

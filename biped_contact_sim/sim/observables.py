@@ -489,3 +489,38 @@ def support_terms(p, local, fc, phi, active, mu, min_normal_force, R_t, origin):
         inside = 1 if in_polygon(zl, hull, 1e-6) else 0
     return zmp, hull, inside, max(cone, 0.0), 0.0 if fmin == np.inf else fmin, pen
 
+
+
+def configured_point_rows(robot: RobotModel, contacts, tol: float = 1e-6) -> np.ndarray:
+    """For each configured contact point i of the robot (the sole vertices of its config), the
+    row of the geometry contact at that point, or −1 when none is there (the point is farther
+    than the detection margin from everything): a contact on the point's joint whose point
+    in that joint's frame (``Contacts.local1``) is the point's, within ``tol`` [m]. With the
+    biped's sole boxes, the corners of a sole on the ground are exactly its configured points,
+    so the papers' per-vertex figures read geometry runs too."""
+    cached = getattr(robot, "_point_joint_local", None)
+    if cached is None:
+        frames = [robot.model.frames[f] for f in robot.point_frame_ids]
+        cached = (np.array([f.parentJoint for f in frames], dtype=np.int64),
+                  np.array([f.placement.translation for f in frames]).reshape(-1, 3))
+        robot._point_joint_local = cached
+    joints, local = cached
+    rows = np.full(len(joints), -1, dtype=np.int64)
+    for i, (j, x) in enumerate(zip(joints, local, strict=True)):
+        hit = np.flatnonzero((contacts.body1 == j)
+                             & (np.abs(contacts.local1 - x).max(axis=1) <= tol))
+        if len(hit):
+            rows[i] = hit[0]
+    return rows
+
+
+def configured_point_values(robot: RobotModel, step: StepResult,
+                            values: np.ndarray) -> np.ndarray:
+    """Per-contact ``values`` (m, ...) of a step at the robot's configured points: as given
+    with points contacts, else the rows of ``configured_point_rows`` (NaN where no contact)."""
+    if step.contacts is None:
+        return values
+    rows = configured_point_rows(robot, step.contacts)
+    out = np.full((len(rows), *values.shape[1:]), np.nan)
+    out[rows >= 0] = values[rows[rows >= 0]]
+    return out

@@ -224,8 +224,11 @@ class Simulator:
         self._tau_ext: np.ndarray | None = None
         self._euler = self.settings.integrator == "semi_implicit_euler"
         self._R_world = None if self.terrain.flat else self._R  # f_world = f Rᵀ (None: f)
-        self._inertia_checked = False
+        # Geometry contacts: the neutral configuration buries every link in the ground, so
+        # spring_damper's stability check waits for the first configuration a caller sets.
+        self._inertia_checked = self.geometry is not None
         self.reset(pin.neutral(robot.model))
+        self._inertia_checked = self._inertia_checked and self.geometry is None
 
     @property
     def dt(self) -> float:

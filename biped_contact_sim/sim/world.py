@@ -23,8 +23,10 @@ one schema, validated here; every error names the key and what is allowed::
 ``size`` is the full extent (x, y, z) of a box; ``rpy`` roll, pitch, yaw [rad] (world ←
 body = R_z(yaw) R_y(pitch) R_x(roll)). An object's inertia is the solid box's or sphere's of
 its mass unless ``inertia: [Ixx, Iyy, Izz]`` (principal, about the centre, body axes) is given.
-Restitution is validated and carried per contact (``World.restitution``); the contact models
-apply their own impact laws (docs/methods.md §2) and do not read it yet.
+``restitution`` must be 0 (or absent): the contact models apply their own impact laws
+(docs/methods.md §2: gauss_seidel and acceleration_lcp take one Newton e as their
+``restitution`` setting; time_stepping is plastic; the penalty models rebound by their gains),
+so a per-material e would be silently ignored: a non-zero value is refused, naming the key.
 """
 
 from __future__ import annotations
@@ -237,6 +239,13 @@ def _law(key: str, spec: Any, base: ContactLaw | None, allowed=_LAW_KEYS) -> Con
     e = _number(f"{key}.restitution", e, 0.0)
     if e > 1.0:
         raise ConfigError(f"world: {key}.restitution = {e:g} must be in [0, 1]")
+    if e != 0.0:  # refused rather than silently ignored (module docstring)
+        raise ConfigError(
+            f"world: {key}.restitution = {e:g}: per-material restitution is not applied by "
+            "the contact models yet; only 0 is allowed here. For Newton's impact law use the "
+            "contact model's own setting, e.g. --set contact.restitution=e with gauss_seidel "
+            "or acceleration_lcp (one e for every contact); time_stepping is plastic, and "
+            "penalty_fl and spring_damper rebound by their gains")
     return ContactLaw(mu, e)
 
 
