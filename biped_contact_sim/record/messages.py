@@ -400,7 +400,7 @@ def contact_markers(
     cops: Sequence[ArrayLike | None],
     zmp: ArrayLike | None,
     support_polygon: ArrayLike,
-    mu: float | None = None,
+    mu: float | ArrayLike | None = None,
     force_scale: float = 0.002,
     normals: ArrayLike | None = None,
 ) -> dict[str, Any]:
@@ -432,7 +432,8 @@ def contact_markers(
         cops: Centre of pressure of each foot (or contact group) [m], None where undefined.
         zmp: Zero-moment point [m], or None where undefined.
         support_polygon: Ordered vertices of the support polygon, shape (K, 3) [m].
-        mu: Friction coefficient; the cones are drawn only when given.
+        mu: Friction coefficient, one for all points or one per point (geometry contacts);
+            the cones are drawn only when given.
         force_scale: Arrow length per newton [m/N].
         normals: Contact normals, shape (3,) for all points or (N, 3); None means +z.
 
@@ -453,6 +454,7 @@ def contact_markers(
     normals = np.broadcast_to(
         np.asarray((0.0, 0.0, 1.0) if normals is None else normals, dtype=float), (count, 3)
     )
+    mus = None if mu is None else np.broadcast_to(np.asarray(mu, dtype=float), (count,))
     markers = []
     for i in range(count):
         alpha = None if active[i] else 0.0
@@ -479,7 +481,7 @@ def contact_markers(
                     MARKER_TRIANGLE_LIST,
                     scale=(1.0, 1.0, 1.0),
                     color=_color(CONE_COLOR, alpha),
-                    points=_cone_triangles(points[i], normals[i], float(mu)),
+                    points=_cone_triangles(points[i], normals[i], float(mus[i])),
                 )
             )
     vertices = np.asarray(support_polygon, dtype=float).reshape(-1, 3)
