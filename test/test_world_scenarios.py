@@ -119,3 +119,57 @@ def test_geometry_observables_zmp_on_the_ground_and_null_off_it():
     robot, step, obs = _box_observation({"ground": None, "boxes": [table]})
     assert obs.zmp is None and "not coplanar" in obs.zmp_reason
     assert obs.feet[0].cop[0] == pytest.approx(0.1, abs=1e-6)
+
+
+def test_replay_draws_the_world_boxes_and_moves_the_free_objects(tmp_path, monkeypatch):
+    """replay.html holds the world file's static boxes where the file puts them and an
+    animation clip per free object that follows the object's simulated placement."""
+    pytest.importorskip("meshcat")
+    from biped_contact_sim.record import replay
+    from biped_contact_sim.sim.terrain import PlaneTerrain
+    from biped_contact_sim.sim.world import load_world
+
+    world = load_world("step")
+    shapes = {s.name: s for s in replay.world_shapes(PlaneTerrain(), world=world)}
+    assert "ground" in shapes
+    for box in world.boxes:
+        shape = shapes[f"box/{box.name}"]
+        assert shape.kind == "box" and np.allclose(shape.size, box.size)
+        np.testing.assert_allclose(shape.placement, box.pose.homogeneous)
+    result = run("box_stack", contact_model="time_stepping", duration=0.1, record_rate=100)
+    recorder = replay.ReplayRecorder(result.robot, result.sim.terrain, result.sim.world)
+    for sample in result.samples:
+        recorder.add(sample)
+    clips = {}
+    real_clip = replay._clip
+
+    def spy(path, times, values):
+        clips[path] = values
+        return real_clip(path, times, values)
+
+    monkeypatch.setattr(replay, "_clip", spy)
+    recorder.write(tmp_path / "replay.html")
+    top = clips["world/objects/top"]
+    q_top = result.samples[-1].step.q_objects  # position, quaternion x y z w
+    np.testing.assert_allclose(top[-1, :7], q_top, atol=1e-6)
+    assert top[-1, 2] == pytest.approx(0.14, abs=1e-3)  # resting on the box robot
+
+
+def test_trace_has_the_free_objects_in_tf(tmp_path):
+    """trace.mcap's /tf carries world → <object> for each free object of the world."""
+    import warnings
+
+    from biped_contact_sim.cli import main as cli
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        reader = pytest.importorskip("mcap_ros2.reader")
+    code = cli.main(["-q", "run", "box_stack", "--contact-model", "time_stepping",
+                     "--duration", "0.05", "--no-plots", "--no-replay", "--out", str(tmp_path)])
+    assert code == 0
+    poses = [tf for item in reader.read_ros2_messages(str(tmp_path / "trace.mcap"))
+             if item.channel.topic == "/tf" for tf in item.ros_msg.transforms
+             if tf.child_frame_id == "top"]
+    assert poses and poses[-1].header.frame_id == "world"
+    assert poses[-1].transform.translation.z == pytest.approx(0.14, abs=1e-3)
+    assert poses[-1].transform.rotation.w == pytest.approx(1.0, abs=1e-6)

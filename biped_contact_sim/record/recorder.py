@@ -159,10 +159,11 @@ class StreamingRecorder:
                 self.warnings.append(f"no replay.html and no --view: {exc} "
                                      "(pip install meshcat)")
                 return
+            world = result.sim.world if result.sim.geometry is not None else None
             if self.replay:
-                self._replay = replay.ReplayRecorder(robot, terrain)
+                self._replay = replay.ReplayRecorder(robot, terrain, world)
             if self.view:
-                self._live = replay.LiveView(robot, terrain, q0)
+                self._live = replay.LiveView(robot, terrain, q0, world=world)
 
     def __call__(self, result: RunResult, sample: Sample) -> None:
         """Record one sample (CSV row, MCAP messages, replay frame, live view)."""
@@ -495,8 +496,15 @@ class TraceRecorder:
             t, WORLD_FRAME, robot.base_link, oMb.translation, quat, v_local.linear,
             v_local.angular), t)
         pin.updateFramePlacements(self.model, self.data)  # joints placed by base_motion
-        writer.write(*TF, messages.tf_message(
-            frame_transforms(self.model, self.data, self.moving, t)), t)
+        transforms = list(frame_transforms(self.model, self.data, self.moving, t))
+        if len(step.q_objects):  # a world's free objects: world → <object> (geometry contacts)
+            world = getattr(getattr(result, "sim", None), "world", None)
+            names = [o.name for o in world.objects] if world is not None else \
+                [f"object_{k}" for k in range(len(step.q_objects) // 7)]
+            for k, name in enumerate(names):
+                q = step.q_objects[7 * k:7 * k + 7]
+                transforms.append(messages.transform_stamped(t, WORLD_FRAME, name, q[:3], q[3:]))
+        writer.write(*TF, messages.tf_message(transforms), t)
         for foot in obs.feet:
             writer.write(absolute(CONTACT_WRENCH[0].format(foot=foot.name)), CONTACT_WRENCH[1],
                          messages.wrench_stamped(t, foot.frame, foot.force, foot.torque), t)

@@ -35,6 +35,7 @@ from biped_contact_sim.robot import RobotModel
 if TYPE_CHECKING:
     from biped_contact_sim.cli.runner import Sample
     from biped_contact_sim.sim.terrain import PlaneTerrain
+    from biped_contact_sim.sim.world import World
 
 REPLAY_FPS = 30.0  # frames per simulated second in replay.html
 REPLAY_MAX_FRAMES = 2048  # beyond, frames are evenly decimated (68 s at full rate)
@@ -46,6 +47,8 @@ MAX_POLYGON_EDGES = 16
 HIDDEN_SCALE = 1e-6  # objects not shown in a frame are shrunk to nothing
 FORCE_RGB, COP_RGB, ZMP_RGB, POLYGON_RGB = 0xE61A1A, 0xFF9900, 0xCC00CC, 0x1ACC1A
 GROUND_RGBA = (0.75, 0.75, 0.72, 1.0)
+BOX_RGBA = (0.62, 0.5, 0.38, 1.0)  # static boxes of a world file (tables, steps)
+OBJECT_RGBA = (0.85, 0.65, 0.2, 1.0)  # its free objects
 ROBOT_RGBA = (0.45, 0.6, 0.85, 0.75)  # translucent: the CoPs under the soles stay visible
 ROBOT_ROOT = "robot"
 E_Y = np.array([0.0, 1.0, 0.0])  # axis of three.js cylinders
@@ -71,23 +74,66 @@ class WorldShape:
     rgba: tuple[float, float, float, float] = GROUND_RGBA
 
 
-def world_shapes(terrain: PlaneTerrain, centre: np.ndarray | None = None) -> list[WorldShape]:
-    """The shapes the world holds: the ground plane (a thin box whose top face is the plane,
-    tilted with a ramp), then any ``terrain.shapes`` (boxes, ramps, objects of a world file).
-
-    Args:
-        terrain: The ground.
-        centre: Point of the plane the ground square is centred under (default the origin).
-    """
-    R = terrain.R
-    origin = np.array([0.0, 0.0, terrain.height])
+def _plane_square(name: str, R: np.ndarray, point: np.ndarray,
+                  centre: np.ndarray | None) -> WorldShape:
+    """A plane (frame R = [t₁ t₂ n] through ``point``) drawn as a thin square box whose top
+    face is the plane, centred under ``centre`` projected onto it."""
+    origin = np.asarray(point, float)
     if centre is not None:  # project the centre onto the plane
         origin = origin + R[:, :2] @ (R[:, :2].T @ (np.asarray(centre, float) - origin))
-    ground = np.eye(4)
-    ground[:3, :3] = R
-    ground[:3, 3] = origin - 0.5 * GROUND_THICKNESS * R[:, 2]
-    shapes = [WorldShape("ground", "box", (GROUND_SIZE, GROUND_SIZE, GROUND_THICKNESS), ground)]
+    placement = np.eye(4)
+    placement[:3, :3] = R
+    placement[:3, 3] = origin - 0.5 * GROUND_THICKNESS * R[:, 2]
+    return WorldShape(name, "box", (GROUND_SIZE, GROUND_SIZE, GROUND_THICKNESS), placement)
+
+
+def world_shapes(terrain: PlaneTerrain, centre: np.ndarray | None = None,
+                 world: World | None = None) -> list[WorldShape]:
+    """The fixed shapes of the world: its planes (thin boxes whose top face is the plane:
+    the ground, tilted with a ramp) and its static boxes (tables, panels, steps), then any
+    ``terrain.shapes``. Without a world file: the terrain's ground plane.
+
+    Args:
+        terrain: The ground (used when ``world`` is None).
+        centre: Point of the plane the ground square is centred under (default the origin).
+        world: The geometry contacts' world (``Simulator.world``), or None.
+    """
+    if world is None:
+        shapes = [_plane_square("ground", terrain.R, np.array([0.0, 0.0, terrain.height]),
+                                centre)]
+    else:
+        shapes = [_plane_square(p.name, p.R, p.point, centre) for p in world.planes]
+        for box in world.boxes:
+            shapes.append(WorldShape(f"box/{box.name}", "box", tuple(float(x) for x in box.size),
+                                     box.pose.homogeneous, BOX_RGBA))
     return shapes + list(getattr(terrain, "shapes", ()))
+
+
+class ObjectPoses:
+    """The world's free objects: their shapes (``world/objects/<name>``) and per-sample
+    placements from the step's free-object state (``StepResult.q_objects``: position and
+    quaternion x y z w per object)."""
+
+    def __init__(self, world: World | None):
+        objects = world.objects if world is not None else ()
+        self.shapes = [WorldShape(f"objects/{o.name}", o.shape,
+                                  tuple(float(x) for x in o.size) if o.shape == "box"
+                                  else (float(o.radius),), np.eye(4), OBJECT_RGBA)
+                       for o in objects]
+        self.paths = [f"world/{shape.name}" for shape in self.shapes]
+
+    def create(self, vis) -> None:
+        for shape, path in zip(self.shapes, self.paths, strict=True):
+            geometry, _ = _meshcat_shape(shape)
+            vis[path].set_object(geometry, _material(_rgb(shape.rgba), shape.rgba[3]))
+
+    def poses(self, q_objects: np.ndarray) -> np.ndarray:
+        """(objects, 10) position, quaternion (x, y, z, w) and scale (1)."""
+        out = np.ones((len(self.paths), 10))
+        if len(self.paths):
+            q = np.asarray(q_objects, float).reshape(len(self.paths), 7)
+            out[:, :7] = q
+        return out
 
 
 def _meshcat_shape(shape: WorldShape):
@@ -217,8 +263,10 @@ class RobotPoses:
 
 
 def build_scene(vis, robot: RobotModel, terrain: PlaneTerrain, poses: RobotPoses,
-                overlays: Overlays, centre: np.ndarray | None = None) -> None:
-    """Put the robot, the world shapes and the overlay objects into a meshcat visualizer."""
+                overlays: Overlays, centre: np.ndarray | None = None,
+                world: World | None = None, objects: ObjectPoses | None = None) -> None:
+    """Put the robot, the world shapes, the free objects and the overlay objects into a
+    meshcat visualizer."""
     from pinocchio.visualize import MeshcatVisualizer
 
     viz = MeshcatVisualizer(robot.model, None, poses.visual_model)
@@ -228,11 +276,13 @@ def build_scene(vis, robot: RobotModel, terrain: PlaneTerrain, poses: RobotPoses
     vis["/Axes"].set_property("visible", False)
     vis["/Background"].set_property("top_color", [1.0, 1.0, 1.0])  # plain: the overlays read
     vis["/Background"].set_property("bottom_color", [0.85, 0.86, 0.88])
-    for shape in world_shapes(terrain, centre):
+    for shape in world_shapes(terrain, centre, world):
         geometry, local = _meshcat_shape(shape)
         node = vis[f"world/{shape.name}"]
         node.set_object(geometry, _material(_rgb(shape.rgba), shape.rgba[3]))
         node.set_transform(shape.placement @ local)
+    if objects is not None:
+        objects.create(vis)
     overlays.create(vis)
     # The camera orbits the scene origin; it stands in front of the robot, to its left and
     # above (the camera node's axes are three.js's: y up), 2 m away: a 1 m robot fills the view.
@@ -256,9 +306,10 @@ class ReplayRecorder:
     overlay poses: ~1.5 kB for the biped.
     """
 
-    def __init__(self, robot: RobotModel, terrain: PlaneTerrain):
-        self.robot, self.terrain = robot, terrain
+    def __init__(self, robot: RobotModel, terrain: PlaneTerrain, world: World | None = None):
+        self.robot, self.terrain, self.world = robot, terrain, world
         self.overlays = Overlays(robot, terrain)
+        self.objects = ObjectPoses(world)
         self.frames = DecimatingBuffer(REPLAY_MAX_FRAMES)
         self._next_t = -np.inf
         self._last: tuple | None = None
@@ -274,8 +325,10 @@ class ReplayRecorder:
             self._last = sample  # so that the replay ends where the run ended (one sample)
 
     def _frame(self, sample: Sample) -> tuple:
-        return (sample.step.t, sample.step.q.astype(np.float32),
-                self.overlays.poses(sample).astype(np.float32))
+        overlays = self.overlays.poses(sample)
+        if self.objects.paths:  # the free objects' placements ride with the overlays
+            overlays = np.vstack([self.objects.poses(sample.step.q_objects), overlays])
+        return (sample.step.t, sample.step.q.astype(np.float32), overlays.astype(np.float32))
 
     def write(self, path: Path, title: str = "") -> Path:
         """Write the self-contained ``replay.html``.
@@ -291,18 +344,20 @@ class ReplayRecorder:
             centre = poses.poses(frames[0][1].astype(float))[0, :3]
         window = _RecordingWindow()
         vis = _recording_visualizer(window)
-        build_scene(vis, self.robot, self.terrain, poses, self.overlays, centre)
+        build_scene(vis, self.robot, self.terrain, poses, self.overlays, centre, self.world,
+                    self.objects)
         if frames:
             times = np.array([f[0] for f in frames], np.float32)
             robot_poses = np.array([poses.poses(f[1].astype(float)) for f in frames])
             overlay_poses = np.array([f[2] for f in frames])
+            overlay_paths = self.objects.paths + self.overlays.paths
             for paths, values in ((poses.paths, robot_poses),
-                                  (self.overlays.paths, overlay_poses)):
+                                  (overlay_paths, overlay_poses)):
                 for i, p in enumerate(paths):  # initial pose, for viewers that do not animate
                     vis[p].set_transform(_pose_matrix(values[0, i].astype(float)))
             animations = [_clip(p, times, robot_poses[:, i]) for i, p in enumerate(poses.paths)]
             animations += [_clip(p, times, overlay_poses[:, i])
-                           for i, p in enumerate(self.overlays.paths)]
+                           for i, p in enumerate(overlay_paths)]
             window.add({"type": "set_animation", "path": "",
                         "animations": animations,
                         "options": {"play": True, "repetitions": 1,
@@ -394,15 +449,16 @@ class LiveView:
     """
 
     def __init__(self, robot: RobotModel, terrain: PlaneTerrain, q0: np.ndarray,
-                 open_browser: bool = False):
+                 open_browser: bool = False, world: World | None = None):
         from meshcat import Visualizer
 
         self.vis = Visualizer()  # starts the server and prints its address
         self.poses = RobotPoses(robot)
         self.overlays = Overlays(robot, terrain)
+        self.objects = ObjectPoses(world)
         build_scene(self.vis, robot, terrain, self.poses, self.overlays,
-                    self.poses.poses(q0)[0, :3])
-        self._paths = self.poses.paths + self.overlays.paths
+                    self.poses.poses(q0)[0, :3], world, self.objects)
+        self._paths = self.poses.paths + self.objects.paths + self.overlays.paths
         self._last = -np.inf
         if open_browser:
             self.vis.open()
@@ -417,7 +473,9 @@ class LiveView:
         if now - self._last < 1.0 / LIVE_FPS:
             return
         self._last = now
-        poses = np.vstack([self.poses.poses(sample.step.q), self.overlays.poses(sample)])
+        poses = np.vstack([self.poses.poses(sample.step.q),
+                           self.objects.poses(sample.step.q_objects),
+                           self.overlays.poses(sample)])
         for p, pose in zip(self._paths, poses, strict=True):
             self.vis[p].set_transform(_pose_matrix(pose))
 

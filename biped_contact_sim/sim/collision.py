@@ -1,5 +1,5 @@
 """Contact detection: every collision geometry of the robot and of the free objects against the
-world's planes and static boxes and against each other (docs/methods.md §1, §2).
+world's planes and static boxes and against each other (docs/methods.md §5.1).
 
 Geometry comes from pinocchio: ``pin.buildGeomFromUrdf(..., COLLISION)`` reads the URDF's
 ``<collision>`` tags into coal shapes attached to joints; free objects add one shape each on
