@@ -173,3 +173,38 @@ def test_trace_has_the_free_objects_in_tf(tmp_path):
     assert poses and poses[-1].header.frame_id == "world"
     assert poses[-1].transform.translation.z == pytest.approx(0.14, abs=1e-3)
     assert poses[-1].transform.rotation.w == pytest.approx(1.0, abs=1e-6)
+
+
+def test_robot_scenarios_default_to_geometry_and_the_papers_scenarios_to_points():
+    """Geometry contacts are the default of the biped scenarios; the papers' single-body
+    scenarios keep their configured points; ``--set contacts=points`` gives the points back."""
+    for name in ("drop", "stand", "sway", "push", "walk", "planar_walk", "fall", "step"):
+        scenario = get_scenario(name)
+        assert scenario.simulator_options(scenario.resolve({}))["contacts"] == "geometry", name
+        points = scenario.resolve({"contacts": "points"})
+        if scenario.world is None:
+            assert scenario.simulator_options(points)["contacts"] == "points", name
+    for name in ("ball", "ramp", "plate"):
+        scenario = get_scenario(name)
+        assert scenario.simulator_options(scenario.resolve({}))["contacts"] == "points", name
+
+
+def test_stand_with_points_and_with_geometry_carries_the_weight_on_the_same_corners():
+    """On flat ground the soles' geometry contacts are their configured corners: the two modes
+    give the same sole vertices and the same load to 1e-6 N."""
+    runs = {mode: run("stand", contact_model="time_stepping", controller="joint_pd",
+                      duration=0.2, record_rate=50, sets={"contacts": mode})
+            for mode in ("points", "geometry")}
+    weight = runs["points"].robot.mass * G
+    steps = {mode: r.samples[-1].step for mode, r in runs.items()}
+    assert steps["geometry"].contacts is not None and steps["points"].contacts is None
+    from biped_contact_sim.sim.observables import configured_point_values
+
+    robot = runs["geometry"].robot
+    fn = {mode: configured_point_values(robot, step, step.f_contact[:, 2])
+          for mode, step in steps.items()}
+    corners = configured_point_values(robot, steps["geometry"], steps["geometry"].p)
+    np.testing.assert_allclose(corners, steps["points"].p, atol=1e-9)
+    for mode in fn:
+        assert fn[mode].sum() == pytest.approx(weight, rel=1e-6)
+    np.testing.assert_allclose(fn["geometry"], fn["points"], atol=1e-6)
