@@ -51,6 +51,10 @@ REPUBLISH = 1.0  # [s] re-send an awaited state (a controller may have joined af
 # period otherwise); a new subscriber gets the measurement topics at most this much later
 SUBSCRIBERS_PERIOD = 0.2
 QOS_DEPTH = 10
+# History of the per-period measurement publishers (reliable): a subscriber slower than the
+# control period for a while (a Python probe, a bag recorder on a loaded machine) still gets
+# every state; with 10 the oldest unacknowledged states were dropped for it after 10 periods.
+STATE_DEPTH = 200
 BATCH_BUDGET = 0.02  # [s] longest run of periods between two waits (services stay responsive)
 
 
@@ -88,8 +92,10 @@ class SimulatorNode(Node):
         for body, topic in zip(robot.contact_bodies, wrench_topics, strict=True):
             self.msg_types[topic] = WrenchStamped
             self.msg_types[topics.COP.format(foot=body.name)] = PointStamped
-        self.pubs = {topic: self.create_publisher(msg_type, topic, QOS_DEPTH)
-                     for topic, msg_type in self.msg_types.items()}
+        per_period = {topics.CLOCK, topics.JOINT_STATES, topics.ODOM, *wrench_topics}
+        self.pubs = {topic: self.create_publisher(
+            msg_type, topic, STATE_DEPTH if topic in per_period else QOS_DEPTH)
+            for topic, msg_type in self.msg_types.items()}
         self.point_topics = [topics.ZMP, *(topics.COP.format(foot=b.name)
                                            for b in robot.contact_bodies)]
         # Measurement messages: serialized into buffers allocated once (ros/writers.py, cdr.py).
