@@ -16,7 +16,11 @@ signal thread, so a publish in progress raised ``RCLError: publisher's context i
 and a second Ctrl-C during ``destroy_node`` a ``KeyboardInterrupt`` traceback. The nodes
 initialise rclpy without its signal handlers and install their own for SIGINT and SIGTERM: a
 signal only asks the loop to stop (waits last at most :data:`MAX_WAIT`); then the node is
-destroyed and rclpy shut down, and further signals are ignored. Exit code 0, no traceback.
+destroyed and rclpy shut down, and further signals are ignored. Exit code 0, no traceback. A
+node still busy :data:`FORCE_STOP_AFTER` after the first request (a contact model's first step
+compiling its numba kernels on a cold cache takes tens of seconds) exits at the next signal
+(``ros2 launch`` sends SIGTERM after 5 s), with code 0 and one line on stderr, without its
+cleanup.
 
 **TF** (:func:`optional_tf_broadcaster`): ``tf2_ros`` is not among the ROS 2 wheels on PyPI;
 TF is only for visualisation, so without it the simulator warns once and skips it.
@@ -24,6 +28,7 @@ TF is only for visualisation, so without it the simulator warns once and skips i
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -47,6 +52,7 @@ from biped_contact_sim.ros.robot_source import robot_parameters
 DESCRIPTOR_FACTORIES = {"floating_point_range": FloatingPointRange,
                         "integer_range": IntegerRange}
 MAX_WAIT = 0.05  # [s] longest single wait: a stop request is seen within this
+FORCE_STOP_AFTER = 2.0  # [s] a signal this long after an unfinished stop request exits at once
 EXECUTOR_PERIOD = 1.0  # [s] the executor also runs this often (QoS event waitables)
 
 
@@ -238,9 +244,19 @@ def run_node(make_node: Callable[[], Node], node_name: str, args=None) -> int:
     gives exit code 1, without a traceback."""
     from biped_contact_sim.ros.entry import STOP_REQUESTED
 
-    stop = {"requested": bool(STOP_REQUESTED), "loop": None}
+    stop = {"requested": bool(STOP_REQUESTED), "loop": None, "at": None}
 
     def on_signal(signum, _frame):
+        now = time.monotonic()
+        if stop["at"] is not None and now - stop["at"] > FORCE_STOP_AFTER:
+            # Still busy a while after the first request (e.g. numba compiling a model's
+            # kernels on a cold cache: tens of seconds): a second signal ends the process now,
+            # as ros2 launch's SIGTERM after 5 s or a second Ctrl-C asks.
+            os.write(2, f"[{node_name}] stopping now: still busy {now - stop['at']:.0f} s after "
+                        "the first stop request\n".encode())
+            os._exit(0)
+        if stop["at"] is None:
+            stop["at"] = now
         stop["requested"] = True
         if stop["loop"] is not None:
             stop["loop"].request_stop()

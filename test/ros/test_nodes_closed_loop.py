@@ -187,5 +187,6 @@ def test_geometry_contacts_in_the_closed_loop(ros):
     ratio = check_standing_wrenches_carry_the_weight(Recorder(ros.probe), MASS)
     _, _, values = latest_status(ros.probe, SIM_STATUS_NAME, time.monotonic(), 30.0)
     assert (values["contacts"], values["world"]) == ("geometry", "")
-    assert int(values["commands_rejected"]) == 0 and values["diverged"] == ""
+    assert int(values["commands_rejected"]) == 0, values["last_rejection"]
+    assert values["diverged"] == ""
     print(f"\ngeometry contacts, stand/ctc: sole forces / m g = {ratio:.4f}")
