@@ -19,7 +19,10 @@ control step. The tests compare every kernel with its numpy/pinocchio reference.
   reference), one compiled loop over the priority levels. numba has no triangular solve, so a
   Cholesky factor X = L Lᵀ is applied as L⁻¹B = ``np.linalg.solve(L, B)`` (LAPACK's LU on
   the triangular L); the positive-definiteness test and the eigen-decomposition fallback are
-  the reference's.
+  the reference's;
+* ``task_torques``: everything between the support's factor Φ* = G Gᵀ and the task torques
+  (whitening, the tasks' constrained Jacobians, the recursion, Γ = T y) in one call, against
+  ``control.linalg.task_torques``.
 """
 
 from __future__ import annotations
@@ -342,5 +345,32 @@ def internal_force_torques(W_int, D, G, T, f_int_cmd, f_task):  # pragma: no cov
     x = _cho_solve(C, rhs.reshape(rhs.size, 1))[:, 0].copy()
     return True, -(x @ AL)
 
+
+@njit(cache=True)
+def task_torques(B, G, D, f0, a0, j0, J_up, e_up, sizes, i_am, w_am, e_am, e_post, J_force,
+                 F_force, rcond):  # pragma: no cover - compiled
+    """Compiled ``control.linalg.task_torques`` (same arguments, j0 for U = rows j0: of v,
+    ``sizes`` an int array, i_am < 0 without an angular-momentum row): the whitening
+    T = G (GᵀG)⁻¹, the tasks' Ĵ_k = J_k B T and e_k − J_k v̇₀ (Sentis et al. eq. 29), the
+    recursion of eqs. 30–31 (``prioritized``) and Γ = T y, in one call.
+
+    Returns (ok, T, Γ, fallbacks); ok False where GᵀG is not numerically positive definite
+    (the reference's eigen-decomposition fallback, ``linalg.factor_phi``)."""
+    ok, C = _cholesky(G.T @ G, rcond * rcond, 0.0)
+    if not ok:
+        return False, G, np.zeros(G.shape[0]), 0
+    T = np.ascontiguousarray(_cho_solve(C, np.ascontiguousarray(G.T)).T)
+    BT = B @ T
+    Jh = J_up @ BT
+    e = e_up - J_up @ a0
+    if i_am >= 0:
+        wD = w_am @ D
+        Jh[i_am] = -(wD @ T)
+        e[i_am] = e_am - w_am @ f0
+    ep = e_post - a0[j0:]
+    y, fallbacks = prioritized(Jh, e, sizes, G, ep, rcond, J_force @ BT, -F_force)
+    return True, T, T @ y, fallbacks
+
+
 __all__ = ["constrained_space", "hermite", "internal_force_torques", "linkage", "point_rows",
-           "prioritized", "surface_resultant", "wrenches_at"]
+           "prioritized", "surface_resultant", "task_torques", "wrenches_at"]

@@ -295,6 +295,36 @@ def internal_force_torques(W_int: np.ndarray, D: np.ndarray, G: np.ndarray, T: n
     return -np.dot(np.linalg.pinv(AL, rcond=1e-10), rhs), 1
 
 
+def task_torques(B: np.ndarray, G: np.ndarray, T: np.ndarray, D: np.ndarray | None,
+                 f0: np.ndarray | None, a0: np.ndarray, vi, J_up: np.ndarray, e_up: np.ndarray,
+                 sizes, i_am: int, w_am: np.ndarray | None, e_am: float, e_post: np.ndarray,
+                 J_force: np.ndarray, F_force: np.ndarray, rcond: float
+                 ) -> tuple[np.ndarray, int]:
+    """Task torques Γ = T y of the prioritized tasks (Sentis et al. eqs. 27–31): the reference
+    of the compiled ``kernels.task_torques``.
+
+    With v̇ = B Γ + v̇₀ (``constrained_space``), Φ* = G Gᵀ, Γ = T y: the operational tasks
+    ẍ_k = J_k v̇ + J̇_k v (rows of ``J_up``, ``e_up`` = ẍ_k,des − J̇_k v) become
+    ẍ_k = Ĵ_k y + c_k with Ĵ_k = J_k B T (eq. 29 whitened) and e_k = e_up − J_k v̇₀; the
+    angular-momentum row ``i_am`` (≥ 0 when present) is the force row w_am f with
+    f = f0 − D Γ: Ĵ = −w_am D T, e = e_am − w_am·f0; the joint posture (last level) has
+    Ĵ = U B T = G (Φ* T = G since Gᵀ T = I) and e_post − U v̇₀; force rows J_force B T with the
+    operational forces −F. Then ``prioritized``.
+
+    Returns:
+        (Γ (n,), fallbacks of ``prioritized``).
+    """
+    BT = np.dot(B, T)
+    Jh = np.dot(J_up, BT)
+    e = e_up - np.dot(J_up, a0)
+    if i_am >= 0:
+        Jh[i_am] = -np.dot(np.dot(w_am, D), T)
+        e[i_am] = e_am - np.dot(w_am, f0)
+    y, fallbacks = prioritized(Jh, e, sizes, G, e_post - a0[vi], rcond, np.dot(J_force, BT),
+                               -F_force)
+    return np.dot(T, y), fallbacks
+
+
 def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
     out, i = [], 0
     for m in sizes:
@@ -304,4 +334,4 @@ def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 __all__ = ["cholesky", "constrained_space", "eye", "factor_phi", "internal_force_torques",
-           "pinv_psd", "prioritized", "psd_factor", "psd_whitening", "solve"]
+           "pinv_psd", "prioritized", "psd_factor", "psd_whitening", "solve", "task_torques"]

@@ -103,11 +103,12 @@ from biped_contact_sim.control.internal_forces import InternalForces
 from biped_contact_sim.control.kernels import (
     constrained_space,
     point_rows,
-    prioritized,
     surface_resultant,
+    task_torques,
 )
 from biped_contact_sim.control.linalg import constrained_space as constrained_space_reference
-from biped_contact_sim.control.linalg import factor_phi
+from biped_contact_sim.control.linalg import factor_phi, psd_factor
+from biped_contact_sim.control.linalg import task_torques as task_torques_reference
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.errors import ConfigError, InputError
 
@@ -162,7 +163,7 @@ class WholeBodyController(Controller):
         # Sole centres (sole frame): the middle of each foot's contact points.
         self._sole_centre = {b.name: 0.5 * (b.offsets.min(axis=0) + b.offsets.max(axis=0))
                              for b in robot.contact_bodies}
-        self._zero_v = np.zeros(robot.nv)
+        self._no_row = np.zeros(0)
         self._vi = index_of(robot.v_idx)
         self._qi = index_of(robot.q_idx)
         # the compiled constrained dynamics take the actuated coordinates as v[j0:]
@@ -257,14 +258,16 @@ class WholeBodyController(Controller):
         # Robot terms: A⁻¹ (pinocchio's sparse Cholesky of CRBA's A), h = b + g, frame
         # kinematics with v̇ = 0 (classical accelerations = drifts J̇ v), CoM, its Jacobian
         # and drift.
-        pin.crba(model, data, q)
+        # One pass (computeAllTerms: A, h, joint Jacobians, J_com, the body accelerations at
+        # v̇ = 0 that the frames' drifts read) instead of crba, nonLinearEffects,
+        # computeJointJacobians, forwardKinematics and jacobianCenterOfMass each walking the
+        # tree; the CoM's drift from those accelerations.
+        pin.computeAllTerms(model, data, q, v)
         pin.cholesky.decompose(model, data)
         Minv = pin.cholesky.computeMinv(model, data)
-        h = pin.nonLinearEffects(model, data, q, v).copy()
-        pin.computeJointJacobians(model, data, q)
-        pin.forwardKinematics(model, data, q, v, self._zero_v)
+        h = data.nle.copy()
         pin.updateFramePlacements(model, data)
-        J_com = pin.jacobianCenterOfMass(model, data, False)
+        J_com = data.Jcom
         com = pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False).copy()
         com_vel, com_drift = data.vcom[0].copy(), data.acom[0]
 
@@ -315,19 +318,17 @@ class WholeBodyController(Controller):
         # another G of the same G Gᵀ, and the Fig. 6 sequence of ``test_wbc_multicontact``
         # then saturated the left shoulder while the right hand was unloaded: the law is not
         # invariant to G → G Q somewhere; not yet found.)
-        ok = False
+        # The whitening T, the tasks' Ĵ_k and the recursion then run in one compiled call
+        # (``kernels.task_torques``) when the support is regular; T = None until then.
+        compiled = False
         if self._j0 is not None:
-            ok, D, B, a0, f0 = constrained_space(Minv, h, J_s, gamma_s, self._j0, rcond)
-            if ok:
-                G, T, fallback = factor_phi(B[vi], rcond)
-                fallbacks += fallback
-                BT = dot(B, T)
-        if not ok:
+            compiled, D, B, a0, f0 = constrained_space(Minv, h, J_s, gamma_s, self._j0, rcond)
+            if compiled:
+                G, T = psd_factor(B[vi], rcond), None
+        if not compiled:
             D, B, a0, f0, G, T, BT, fallback = constrained_space_reference(
                 Minv, h, J_s, gamma_s, vi, rcond)
             fallbacks += fallback
-        if not n_s:
-            D = f0 = None
 
         # Virtual-linkage model at the commanded CoPs (App. C eq. 82 for two feet, eqs. 12–17
         # for more; rebuilt at every change of support, its rows refilled every step).
@@ -361,6 +362,7 @@ class WholeBodyController(Controller):
         i_am = i
         if am:
             J_up[i] = 0.0  # its Ĵ row is filled below (J_up is uninitialised memory)
+            e_up[i] = 0.0
             i += 1
         for body, target in pose_tasks:
             self._pose_task(body, self._blend(body.name, target, t), v, J_up[i:i + 6],
@@ -396,8 +398,7 @@ class WholeBodyController(Controller):
             e_up[i:i + 3] = s.kp_base * pin.log3(dot(self._R_base_ref,
                                                      data.oMf[base_id].rotation.T)) \
                 - s.kd_base * wb - alpha_b
-        Jh_up = dot(J_up, BT)
-        e_up -= dot(J_up, a0)
+        w_am, e_am = None, 0.0
         if am:
             # Angular momentum about the CoP line (App. B, eqs. 68–74). With coplanar feet the
             # four CoP coordinates can sit at their anchors only if the ZMP is on the line
@@ -412,8 +413,7 @@ class WholeBodyController(Controller):
             e12 = W_int[0, :3]  # (P_2 − P_1)/‖P_2 − P_1‖, the tension row
             w_am = dot(e12, W_com[3:])
             L_G = pin.computeCentroidalMomentum(model, data).angular
-            Jh_up[i_am] = -dot(dot(w_am, D), T)
-            e_up[i_am] = -s.kd_am * dot(e12, L_G) - dot(w_am, f0)
+            e_am = -s.kd_am * dot(e12, L_G)
         qj, vj = q[self._qi], v[vi]
         e_post = -s.kd_posture * vj
         if ref.q_joints is not None:
@@ -422,12 +422,21 @@ class WholeBodyController(Controller):
             e_post += s.kd_posture * ref.v_joints
         if ref.a_joints is not None:
             e_post += ref.a_joints
-        e_post -= a0[vi]
         # Force rows push the body into its surface: operational force −F n on the body.
-        y, levels = prioritized(Jh_up, e_up, np.array(sizes, dtype=np.int64), G, e_post, rcond,
-                                dot(J_force, BT), -F_force)
+        i_am = i_am if am else -1
+        if compiled:
+            ok, T, tau, levels = task_torques(
+                B, G, D, f0, a0, self._j0, J_up, e_up, np.array(sizes, dtype=np.int64), i_am,
+                self._no_row if w_am is None else w_am, e_am, e_post, J_force, F_force, rcond)
+            if not ok:  # GᵀG not numerically PD: the eigen-decomposition, counted
+                G, T, fallback = factor_phi(B[vi], rcond)
+                fallbacks += fallback
+        if not compiled or not ok:
+            tau, levels = task_torques_reference(B, G, T, D, f0, a0, vi, J_up, e_up, sizes, i_am,
+                                                 w_am, e_am, e_post, J_force, F_force, rcond)
         fallbacks += levels
-        tau = dot(T, y)
+        if not n_s:
+            D = f0 = None
 
         # 4. Internal forces (eqs. 32–43, ``control.internal_forces``).
         info: dict = {}
