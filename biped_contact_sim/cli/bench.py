@@ -278,8 +278,11 @@ def _ratio(ours: float | None, peer: float | None) -> float | None:
 def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = "mujoco",
           loop_steps: int | None = None, block: int = BLOCK, models: tuple[str, ...] | None = None,
           closed_loop: tuple[tuple[str, str, str], ...] = CLOSED_LOOP,
-          log: Callable[[str], None] = print) -> dict[str, Any]:
+          log: Callable[[str], None] = print, contacts: str | None = None) -> dict[str, Any]:
     """The bench.json content: per-model step cost and closed-loop cost, with peer ratios.
+
+    ``contacts`` (``points`` or ``geometry``; None: each scenario's default) is the
+    simulator's contact mode of every step and loop (``--set contacts=``).
 
     Raises:
         ConfigError: unknown scenario/peer, or mujoco missing for ``peer="mujoco"``.
@@ -291,10 +294,12 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
         raise ConfigError(f"--steps = {steps} must be >= 1 and --loop-steps = {loop_steps} "
                           ">= 0")
     sc = get_scenario(scenario)
+    sets = {"contacts": contacts} if contacts else None
     models = models or tuple(CONTACT_MODELS)
     out: dict[str, Any] = {"scenario": scenario, "dt": sc.dt, "steps": steps, "block": block,
                            "peer": None if peer == "none" else peer, "peer_model": None,
-                           "results": [], "closed_loop": []}
+                           "results": [], "closed_loop": [],
+                           "contacts": contacts or "scenario default"}
     mj_peer = None
     if peer == "mujoco":
         mj_peer = make_peer(scenario)
@@ -315,7 +320,7 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
                                "peer": out["peer"], "peer_step_us": None, "ratio_to_peer": None}
         rows[model] = row
         try:
-            _, _, _, sim, _, control, *_ = build(scenario, model, controller=hold)
+            _, _, _, sim, _, control, *_ = build(scenario, model, controller=hold, sets=sets)
         except ConfigError as exc:
             row["error"] = f"refused: {exc}"
             continue
@@ -358,7 +363,8 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
             try:
                 # Observers at biped-sim run's default record rate (the files' writing is not
                 # timed: it is disk and message encoding, not the loop a controller sees).
-                loops[key] = session = Run(scen, model, controller, record_rate=None, clock=CLOCK,
+                loops[key] = session = Run(scen, model, controller, sets=sets, record_rate=None,
+                                           clock=CLOCK,
                                            default_record_rate=RUN_RECORD_RATE)
             except ConfigError as exc:
                 row["error"] = f"refused: {exc}"
@@ -419,7 +425,8 @@ def bench_command(args, write_summary: Callable[[dict, Path], None]) -> int:
     block = SMOKE_STEPS if smoke else BLOCK
     try:
         out = bench(args.scenario, steps, args.peer, loop_steps, block,
-                    closed_loop=SMOKE_LOOPS if smoke else CLOSED_LOOP)
+                    closed_loop=SMOKE_LOOPS if smoke else CLOSED_LOOP,
+                    contacts=getattr(args, "contacts", None))
     except ConfigError:
         raise
     except BipedSimError as exc:

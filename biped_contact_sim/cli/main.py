@@ -219,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
                               f"{SCALING_STEPS} with --scaling)")
     p_bench.add_argument("--scenario", default=BENCH_SCENARIO, metavar="NAME",
                          help=f"scenario (default {BENCH_SCENARIO})")
+    p_bench.add_argument("--contacts", choices=("points", "geometry"), default=None,
+                         help="contact mode of every step and loop (default: the scenario's, "
+                              "as --set contacts=)")
     p_bench.add_argument("--scaling", action="store_true",
                          help="contact scaling study (Chardonnet Fig. 5): a box on m = 4..64 "
                               "points, " + " and ".join(SCALING_MODELS)
