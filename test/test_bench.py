@@ -39,6 +39,19 @@ def test_bench_smoke_writes_ratios_for_every_model_and_closed_loop(tmp_path, cap
     assert "× MuJoCo" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("contacts", ["points", "geometry"])
+def test_bench_contacts_mode_reaches_every_step(tmp_path, contacts):
+    """--contacts sets the simulator's contact mode: geometry contacts time their detection
+    apart (detect_us), points contacts have none."""
+    assert cli.main(["bench", "--smoke", "--peer", "none", "--loop-steps", "0", "--contacts",
+                     contacts, "--out", str(tmp_path)]) == 0
+    bench = json.loads((tmp_path / "bench.json").read_text())
+    assert bench["contacts"] == contacts
+    for row in bench["results"]:
+        assert row["error"] is None
+        assert ("detect_us" in row) == (contacts == "geometry")
+
+
 def test_bench_without_mujoco_says_how_to_install(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "mujoco", None)  # import mujoco raises ImportError
     assert cli.main(["bench", "--smoke", "--out", str(tmp_path)]) == 2
