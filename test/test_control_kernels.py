@@ -328,3 +328,32 @@ def test_task_torques_against_reference(robot_name, supports):
                         got[i_am] = w_am @ (f0 - D @ tau)
                         want[i_am] = 0.3
                     np.testing.assert_allclose(got, want, atol=1e-7 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("rows", [(0, 1, 2, 3, 4, 5), (0, 2, 4)])
+def test_sole_centre_allocation_against_reference(rows):
+    """ctc's internal-wrench allocation: the kernel equals the numpy reference to 1e-10, and
+    λ = λ₀ + N c keeps the base equation J_bᵀ λ = J_bᵀ λ₀ (it only adds internal wrenches)."""
+    rng = np.random.default_rng(3)
+    nr = len(rows)
+    nb = 6 if nr == 6 else 3
+    for shares in (None, np.array([0.3, 0.7])):
+        for rho in (0.0, 0.05):
+            if rho == 0.0 and shares is None:
+                continue
+            Jb = rng.normal(size=(2 * nr, nb))
+            null_basis = np.linalg.svd(Jb)[0][:, nb:]  # orthonormal basis of ker J_bᵀ
+            lam0 = rng.normal(size=2 * nr)
+            rotations = np.array([_rotation(rng) for _ in range(2)])
+            centres = rng.normal(size=(2, 3)) * 0.05
+            fr = [i for i, r in enumerate(rows) if r < 3]
+            ok, c = kernels.sole_centre_allocation(
+                lam0, Jb, null_basis, rotations, centres, rho,
+                np.zeros(0) if shares is None else shares, np.array(rows, dtype=np.int64),
+                np.array(fr, dtype=np.int64))
+            ref = la.sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho,
+                                            shares, list(rows), fr)
+            assert ok
+            np.testing.assert_allclose(c, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
+            lam = lam0 + null_basis @ c
+            np.testing.assert_allclose(Jb.T @ lam, Jb.T @ lam0, atol=1e-10)

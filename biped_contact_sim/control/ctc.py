@@ -88,7 +88,11 @@ from biped_contact_sim.control.base import (
     Reference,
     check_range,
 )
+from biped_contact_sim.control.kernels import sole_centre_allocation
 from biped_contact_sim.control.linalg import cholesky, solve
+from biped_contact_sim.control.linalg import (
+    sole_centre_allocation as sole_centre_allocation_reference,
+)
 from biped_contact_sim.errors import ConfigError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -392,6 +396,9 @@ class ComputedTorqueController(Controller):
         rows = CONSTRAINT_ROWS[robot.config.base]
         self._rows = list(rows)
         self._force_rows = [i for i, r in enumerate(rows) if r < 3]
+        self._rows_arr = np.array(self._rows, dtype=np.int64)
+        self._force_rows_arr = np.array(self._force_rows, dtype=np.int64)
+        self._no_shares = np.zeros(0)
         self._centre = {b.name: b.offsets.mean(axis=0) for b in robot.contact_bodies}
 
     def contact_set(self, meas: Measurement, ref: Reference) -> tuple[str, ...]:
@@ -440,37 +447,24 @@ class ComputedTorqueController(Controller):
         positive definite, the most loaded foot's J_b block alone being invertible) and
         (W T)⁻¹ is block-diagonal and explicit, α_k [[I, 0], [[d_k]×, ρ I]] (d_k the sole
         origin → centre offset). Returns c = null_basisᵀ (λ − λ₀) (null_basis orthonormal, so
-        λ₀ + null_basis c = λ). Override to impose another law; ``None`` keeps λ₀.
+        λ₀ + null_basis c = λ). Override to impose another law; ``None`` keeps λ₀. Compiled
+        (``kernels.sole_centre_allocation``; its numpy reference
+        ``linalg.sole_centre_allocation`` where B Bᵀ is not positive definite).
         """
         rho = self.settings.cop_length
         if rho == 0.0 and shares is None:
             return None
-        rows, fr = self._rows, self._force_rows
-        nr = len(rows)
         bodies = _stance_bodies(self.robot, stance)
-        n = nr * len(bodies)
-        Winv = np.zeros((n, n))
-        target = np.zeros(n)
-        total = sum(lam0[nr * k:nr * (k + 1)][fr] for k in range(len(bodies)))
-        for k, body in enumerate(bodies):
-            Ti = np.eye(6)  # (T_k/ρ)⁻¹ of m^c = m − d × f scaled by 1/ρ
-            if rho > 0.0:
-                oMs = self.data.oMf[body.frame_id]  # placed by constrained_inverse_dynamics
-                Ti[3:, :3] = pin.skew(np.dot(oMs.rotation, self._centre[body.name]))
-                Ti[3:, 3:] *= rho
-            block = Ti if nr == 6 else Ti[np.ix_(rows, rows)]
-            if shares is not None:
-                block = block * shares[k]
-                target[nr * k + np.array(fr)] = total
-            Winv[nr * k:nr * (k + 1), nr * k:nr * (k + 1)] = block
-        Jb = self._Jb
-        B = np.dot(Jb.T, Winv)
-        C = cholesky(np.dot(B, B.T), 1e-14)
-        if C is None:  # cannot happen for two feet; keep the least-squares form
-            WT = np.linalg.inv(Winv)
-            return -np.linalg.lstsq(WT @ null_basis, WT @ lam0 - target, rcond=None)[0]
-        mu = target + np.dot(B.T, solve(C, np.dot(Jb.T, lam0) - np.dot(B, target)))
-        return np.dot(null_basis.T, np.dot(Winv, mu) - lam0)
+        data = self.data  # sole placements set by constrained_inverse_dynamics
+        rotations = np.array([data.oMf[b.frame_id].rotation for b in bodies])
+        centres = np.array([self._centre[b.name] for b in bodies])
+        ok, c = sole_centre_allocation(lam0, self._Jb, null_basis, rotations, centres, rho,
+                                       self._no_shares if shares is None else shares,
+                                       self._rows_arr, self._force_rows_arr)
+        if ok:
+            return c
+        return sole_centre_allocation_reference(lam0, self._Jb, null_basis, rotations, centres,
+                                                rho, shares, self._rows, self._force_rows)
 
     def compute(self, meas: Measurement) -> ControlOutput:
         """Torques for ``meas`` tracking ``behavior.reference(meas.t)`` (eqs. 34–39)."""

@@ -22,7 +22,9 @@ control step. The tests compare every kernel with its numpy/pinocchio reference.
   the reference's;
 * ``task_torques``: everything between the support's factor Φ* = G Gᵀ and the task torques
   (whitening, the tasks' constrained Jacobians, the recursion, Γ = T y) in one call, against
-  ``control.linalg.task_torques``.
+  ``control.linalg.task_torques``;
+* ``sole_centre_allocation``: ``ctc``'s internal-wrench allocation (its numpy reference
+  ``control.linalg.sole_centre_allocation``).
 """
 
 from __future__ import annotations
@@ -372,5 +374,48 @@ def task_torques(B, G, D, f0, a0, j0, J_up, e_up, sizes, i_am, w_am, e_am, e_pos
     return True, T, T @ y, fallbacks
 
 
+@njit(cache=True)
+def sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho, shares, rows,
+                           force_rows):  # pragma: no cover - compiled
+    """Compiled ``control.linalg.sole_centre_allocation`` (same arguments, ``rows`` and
+    ``force_rows`` int arrays, ``shares`` of length 0 for none): (ok, c); ok False where the
+    reference takes its least-squares form."""
+    nk = rotations.shape[0]
+    nr = rows.size
+    n = nr * nk
+    Winv = np.zeros((n, n))
+    target = np.zeros(n)
+    total = np.zeros(force_rows.size)
+    for k in range(nk):
+        for i in range(force_rows.size):
+            total[i] += lam0[nr * k + force_rows[i]]
+    for k in range(nk):
+        Ti = np.eye(6)
+        if rho > 0.0:
+            d = rotations[k] @ centres[k]
+            Ti[3, 1], Ti[3, 2] = -d[2], d[1]
+            Ti[4, 0], Ti[4, 2] = d[2], -d[0]
+            Ti[5, 0], Ti[5, 1] = -d[1], d[0]
+            for i in range(3, 6):
+                Ti[i, i] = rho
+        scale = shares[k] if shares.size else 1.0
+        for a in range(nr):
+            for b in range(nr):
+                Winv[nr * k + a, nr * k + b] = Ti[rows[a], rows[b]] * scale
+        if shares.size:
+            for i in range(force_rows.size):
+                target[nr * k + force_rows[i]] = total[i]
+    JbT = np.ascontiguousarray(Jb.T)
+    B = JbT @ Winv
+    BT = np.ascontiguousarray(B.T)
+    ok, C = _cholesky(B @ BT, 1e-14, 0.0)
+    if not ok:
+        return False, np.zeros(null_basis.shape[1])
+    rhs = JbT @ lam0 - B @ target
+    mu = target + BT @ _cho_solve(C, rhs.reshape(rhs.size, 1))[:, 0].copy()
+    return True, np.ascontiguousarray(null_basis.T) @ (Winv @ mu - lam0)
+
+
 __all__ = ["constrained_space", "hermite", "internal_force_torques", "linkage", "point_rows",
-           "prioritized", "surface_resultant", "task_torques", "wrenches_at"]
+           "prioritized", "sole_centre_allocation", "surface_resultant", "task_torques",
+           "wrenches_at"]

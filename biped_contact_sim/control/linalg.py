@@ -325,6 +325,44 @@ def task_torques(B: np.ndarray, G: np.ndarray, T: np.ndarray, D: np.ndarray | No
     return np.dot(T, y), fallbacks
 
 
+def sole_centre_allocation(lam0: np.ndarray, Jb: np.ndarray, null_basis: np.ndarray,
+                           rotations: np.ndarray, centres: np.ndarray, rho: float,
+                           shares: np.ndarray | None, rows, force_rows) -> np.ndarray:
+    """Coefficients c of the internal wrenches of ``ctc``'s allocation (its module docstring,
+    step 4; the reference of the compiled ``kernels.sole_centre_allocation``).
+
+    λ = argmin ‖W T λ − t‖ subject to J_bᵀ λ = J_bᵀ λ₀, T moving each foot's wrench to its sole
+    centre d_k = R_k c_k (``centres`` in the sole frames), W weighing moments by 1/ρ and each
+    foot by 1/α_k (``shares``; 1 when None), t the shares' target (α_k F on the force rows).
+    With μ = W T λ, B = J_bᵀ (W T)⁻¹ and (W T)⁻¹ block-diagonal α_k [[I, 0], [[d_k]×, ρ I]]
+    (rows ``rows`` of the 6 wrench rows; ``force_rows`` their force components):
+    μ = t + Bᵀ (B Bᵀ)⁻¹ (J_bᵀ λ₀ − B t), c = null_basisᵀ ((W T)⁻¹ μ − λ₀).
+    """
+    nr, nk = len(rows), len(rotations)
+    n = nr * nk
+    Winv = np.zeros((n, n))
+    target = np.zeros(n)
+    total = sum(lam0[nr * k:nr * (k + 1)][force_rows] for k in range(nk))
+    for k in range(nk):
+        Ti = np.eye(6)  # (T_k/ρ)⁻¹ of m^c = m − d × f scaled by 1/ρ
+        if rho > 0.0:
+            d = np.dot(rotations[k], centres[k])
+            Ti[3:, :3] = [[0.0, -d[2], d[1]], [d[2], 0.0, -d[0]], [-d[1], d[0], 0.0]]
+            Ti[3:, 3:] *= rho
+        block = Ti if nr == 6 else Ti[np.ix_(rows, rows)]
+        if shares is not None:
+            block = block * shares[k]
+            target[nr * k + np.array(force_rows)] = total
+        Winv[nr * k:nr * (k + 1), nr * k:nr * (k + 1)] = block
+    B = np.dot(Jb.T, Winv)
+    C = cholesky(np.dot(B, B.T), 1e-14)
+    if C is None:  # cannot happen for two feet; keep the least-squares form
+        WT = np.linalg.inv(Winv)
+        return -np.linalg.lstsq(WT @ null_basis, WT @ lam0 - target, rcond=None)[0]
+    mu = target + np.dot(B.T, solve(C, np.dot(Jb.T, lam0) - np.dot(B, target)))
+    return np.dot(null_basis.T, np.dot(Winv, mu) - lam0)
+
+
 def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
     out, i = [], 0
     for m in sizes:
@@ -334,4 +372,5 @@ def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 __all__ = ["cholesky", "constrained_space", "eye", "factor_phi", "internal_force_torques",
-           "pinv_psd", "prioritized", "psd_factor", "psd_whitening", "solve", "task_torques"]
+           "pinv_psd", "prioritized", "psd_factor", "psd_whitening", "sole_centre_allocation",
+           "solve", "task_torques"]
