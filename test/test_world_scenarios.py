@@ -176,15 +176,17 @@ def test_trace_has_the_free_objects_in_tf(tmp_path):
 
 
 def test_robot_scenarios_default_to_geometry_and_the_papers_scenarios_to_points():
-    """Geometry contacts are the default of the biped scenarios; the papers' single-body
-    scenarios keep their configured points; ``--set contacts=points`` gives the points back."""
-    for name in ("drop", "stand", "sway", "push", "walk", "planar_walk", "fall", "step"):
+    """Geometry contacts are the default of the biped scenarios and of plate (its studs); the
+    papers' single-body scenarios keep their configured points; ``--set contacts=points``
+    gives the points back."""
+    for name in ("drop", "stand", "sway", "push", "walk", "planar_walk", "fall", "step",
+                 "plate"):
         scenario = get_scenario(name)
         assert scenario.simulator_options(scenario.resolve({}))["contacts"] == "geometry", name
         points = scenario.resolve({"contacts": "points"})
         if scenario.world is None:
             assert scenario.simulator_options(points)["contacts"] == "points", name
-    for name in ("ball", "ramp", "plate"):
+    for name in ("ball", "ramp"):
         scenario = get_scenario(name)
         assert scenario.simulator_options(scenario.resolve({}))["contacts"] == "points", name
 

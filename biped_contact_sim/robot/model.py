@@ -81,6 +81,11 @@ class RobotModel:
         mass_scale: multiplies every link's mass and rotational inertia (the penalty_fl claim
             "trajectories independent of the masses" is tested with it).
 
+    Attributes:
+        collision_model: a collision geometry (``pin.GeometryModel`` on this model's joints)
+            that replaces the URDF's ``<collision>`` tags for geometry contacts, set by a
+            scenario that builds its own (``plate``'s studs); None: the URDF's.
+
     Raises:
         ConfigError: the URDF cannot be read, or a contact frame does not exist (the message
             names the frame and lists the model's frames).
@@ -145,6 +150,7 @@ class RobotModel:
         self.point_names = tuple(names)
         self.point_body = np.array([k for k, b in enumerate(bodies) for _ in b.points], dtype=int)
         self.mass = float(sum(inertia.mass for inertia in model.inertias))
+        self.collision_model: pin.GeometryModel | None = None
 
     # ---------------------------------------------------------------- construction helpers
     @classmethod

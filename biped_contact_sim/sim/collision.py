@@ -2,7 +2,9 @@
 world's planes and static boxes and against each other (docs/methods.md §5.1).
 
 Geometry comes from pinocchio: ``pin.buildGeomFromUrdf(..., COLLISION)`` reads the URDF's
-``<collision>`` tags into coal shapes attached to joints; free objects add one shape each on
+``<collision>`` tags into coal shapes attached to joints, unless the robot brings its own
+``pin.GeometryModel`` (``RobotModel.collision_model``: ``sole_studs``, a sphere at each
+configured contact point; ``collision_model`` picks); free objects add one shape each on
 their free-flyer joint (``sim.world.build_world_model``). Self-collision of the robot is off.
 
 Each step (after pinocchio's forward kinematics, ``data.oMi``):
@@ -41,6 +43,8 @@ import numpy as np
 import pinocchio as pin
 from numba import njit
 
+from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.world import World, frame_from_normal
 
 KIND_BOX, KIND_SPHERE, KIND_CYLINDER, KIND_OTHER = 0, 1, 2, 3
@@ -59,6 +63,50 @@ class CollisionSettings:
     """
 
     margin: float = 0.01
+
+
+def collision_model(robot: RobotModel) -> pin.GeometryModel:
+    """The robot's collision geometry: its own ``robot.collision_model`` when it has one (a
+    scenario built it, e.g. ``sole_studs``), else the URDF's ``<collision>`` tags read by
+    ``pin.buildGeomFromUrdf``.
+
+    Raises:
+        ConfigError: the URDF's collision geometry cannot be read (naming the file).
+    """
+    if robot.collision_model is not None:
+        return robot.collision_model
+    try:
+        return pin.buildGeomFromUrdf(robot.model, str(robot.config.urdf_path),
+                                     pin.GeometryType.COLLISION)
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise ConfigError(f"Cannot read the collision geometry of {robot.config.urdf_path}: "
+                          f"{exc}") from exc
+
+
+def sole_studs(robot: RobotModel, radius: float) -> pin.GeometryModel:
+    """One coal sphere of ``radius`` per configured contact point of the robot (its sole
+    vertices, ``robot.point_frame_ids``), each tangent to its sole plane at the point: the
+    centre is ``radius`` along the sole frame's +z (the sole's normal into the body) from the
+    point. A sole flat on a plane then touches it at exactly its configured points, each
+    with its own closed-form sphere–plane contact (``_vs_plane``: the point ``c − r n``), so
+    that ``contacts: geometry`` has as many contacts as ``contacts: points`` at the same
+    places — a rigid plate on a grid of m studs has m contacts, where the box of the same
+    sole would give only its 4 corners (Chardonnet et al. 2006 Fig. 5's m-contact study).
+
+    Raises:
+        ConfigError: ``radius`` not a finite number > 0.
+    """
+    if isinstance(radius, bool) or not isinstance(radius, (int, float)) or not (
+            np.isfinite(radius) and radius > 0):
+        raise ConfigError(f"stud radius = {radius!r}: expected a number > 0 [m]")
+    geom = pin.GeometryModel()
+    for name, f in zip(robot.point_names, robot.point_frame_ids, strict=True):
+        frame = robot.model.frames[f]  # the point's frame: its z axis is the sole's normal
+        placement = frame.placement.copy()
+        placement.translation = placement.translation + radius * placement.rotation[:, 2]
+        geom.addGeometryObject(pin.GeometryObject(f"{name}_stud", frame.parentJoint, f,
+                                                  placement, coal.Sphere(float(radius))))
+    return geom
 
 
 class Geometries:

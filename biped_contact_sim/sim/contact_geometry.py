@@ -25,7 +25,6 @@ import pinocchio as pin
 from numba import njit
 
 from biped_contact_sim.contact import ContactState
-from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.kernels import (
     clamp_torques,
@@ -38,6 +37,7 @@ from biped_contact_sim.sim.collision import (
     CollisionSettings,
     Contacts,
     Detector,
+    collision_model,
     stacked_views,
 )
 from biped_contact_sim.sim.terrain import PlaneTerrain
@@ -132,7 +132,8 @@ class GeometryContacts:
     """The simulator's geometry-contact path: the whole model, its Data, the detector.
 
     Args:
-        robot: the robot (its ``<collision>`` tags are read from its URDF).
+        robot: the robot (its collision geometry: ``collision.collision_model``, the URDF's
+            ``<collision>`` tags unless the robot brings its own).
         world: the world (``world_from_terrain`` for a plain ground).
         settings: detection settings.
 
@@ -148,13 +149,8 @@ class GeometryContacts:
     def __init__(self, robot: RobotModel, world: World, settings: CollisionSettings | None):
         self.robot, self.world = robot, world
         self.model, self.object_joints = build_world_model(robot.model, world)
-        try:
-            geom = pin.buildGeomFromUrdf(robot.model, str(robot.config.urdf_path),
-                                         pin.GeometryType.COLLISION)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ConfigError(f"Cannot read the collision geometry of {robot.config.urdf_path}:"
-                              f" {exc}") from exc
-        self.detector = Detector(self.model, geom, world, self.object_joints, settings)
+        self.detector = Detector(self.model, collision_model(robot), world, self.object_joints,
+                                 settings)
         self.data = self.model.createData()
         self.workspace = GeometryWorkspace(self.model, self.data)
         self.nq_robot, self.nv_robot = robot.nq, robot.nv

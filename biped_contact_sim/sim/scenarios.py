@@ -17,6 +17,7 @@ import pinocchio as pin
 from biped_contact_sim.errors import ConfigError, unknown_name
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import ContactBodyConfig, load_robot_config
+from biped_contact_sim.sim.collision import sole_studs
 from biped_contact_sim.sim.simulator import CONTACT_MODES, ExternalForce
 from biped_contact_sim.sim.terrain import PlaneTerrain
 from biped_contact_sim.sim.world import load_world
@@ -187,14 +188,26 @@ def _push(params):
                           start + params["push_duration"])]
 
 
+#: radius of the plate's studs [m]: under half the closest stud spacing (0.1 m / 11 at
+#: grid = 12), so that studs never overlap, and small, so that a tilt θ moves a stud's contact
+#: point on the plate by only r θ from its configured point
+PLATE_STUD_RADIUS = 0.002
+
+
 def _plate(params):
-    """The brick as a free rigid body on an n × n grid of sole points (Chardonnet Fig. 5)."""
+    """The brick (1 kg, 0.20 × 0.10 × 0.05 m) as a free rigid body on an n × n grid of sole
+    points spanning its bottom face (Chardonnet et al. 2006 Fig. 5: cost against the number
+    m = n² of contacts). Its collision geometry is one stud per point (``sole_studs``: a
+    sphere tangent to the bottom face there), so geometry contacts find the same m contacts
+    as the configured points (the URDF's box would give only its 4 corners)."""
     n = params["grid"]  # range-checked by its Param
     config = load_robot_config("brick")
     xs, ys = np.linspace(-0.1, 0.1, n), np.linspace(-0.05, 0.05, n)
     offsets = np.array([(x, y, -0.025) for x in xs for y in ys])
     body = ContactBodyConfig("brick", "brick", offsets)
-    return RobotModel(dataclasses.replace(config, base="free_flyer", contact_bodies=(body,)))
+    robot = RobotModel(dataclasses.replace(config, base="free_flyer", contact_bodies=(body,)))
+    robot.collision_model = sole_studs(robot, PLATE_STUD_RADIUS)
+    return robot
 
 
 def _plate_state(robot, params):
@@ -253,9 +266,9 @@ _BIPED_CONTACT = {
 _WALK_CONTACT = {**_BIPED_CONTACT,
                  "penalty_fl": {**_BIPED_CONTACT["penalty_fl"], "separation_damping": True}}
 _PD = "joint_pd"
-# The robot scenarios collide every collision geometry of the URDF (collision issue); the papers'
-# figure scenarios (ball, ramp, plate) keep the configured points: ``--set contacts=points``
-# reproduces the papers' figures of the bipeds exactly.
+# The robot scenarios collide every collision geometry of the URDF (collision issue), plate its
+# studs; the papers' figure scenarios (ball, ramp) keep the configured points:
+# ``--set contacts=points`` reproduces the papers' figures of the bipeds and the plate exactly.
 GEOMETRY = "geometry"
 # Geometry contacts of the biped: more points on light links than the soles' eight.
 _GEOMETRY_CONTACT = {**_BIPED_CONTACT,
@@ -340,13 +353,15 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         initial_state=_standing_state, contact_defaults=_WALK_CONTACT, controller="ctc",
         biped=True, behavior="planar_walk", contacts=GEOMETRY),
     Scenario(
-        "plate", "A 1 kg box resting on grid x grid contact points (the contact-count scaling "
-        "study, Chardonnet et al. Fig. 5).", "brick", duration=0.5, dt=1e-3,
+        "plate", "A 1 kg box resting on grid x grid studs, one contact each (the contact-count "
+        "scaling study, Chardonnet et al. Fig. 5; geometry contacts, --set contacts=points for "
+        "the configured points).", "brick", duration=0.5, dt=1e-3,
         params={"grid": Param(4, "points per side; m = grid² contact points", lo=2, hi=12),
                 "height": Param(0.0, "initial height of the bottom face [m]", lo=0.0),
                 "mu": Param(0.8, "friction coefficient", lo=0.0)},
         initial_state=_plate_state, robot_factory=_plate,
-        contact_defaults={"penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6}}),
+        contact_defaults={"penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6}},
+        contacts=GEOMETRY),
     Scenario(
         "fall", "Limp 3-D biped dropped on its side from 0.5 m: every collision box and "
         "cylinder of the URDF lands on the ground (geometry contacts).", "biped3d",
