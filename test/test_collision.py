@@ -10,7 +10,12 @@ import pytest
 
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
-from biped_contact_sim.sim.collision import CollisionSettings, Detector
+from biped_contact_sim.sim.collision import (
+    CollisionSettings,
+    Detector,
+    collision_model,
+    sole_studs,
+)
 from biped_contact_sim.sim.world import (
     available_worlds,
     build_world_model,
@@ -154,6 +159,61 @@ def test_biped_standing_touches_the_ground_at_its_eight_sole_corners():
     assert len(c) == 8
     np.testing.assert_allclose(np.sort(c.p1, axis=0), np.sort(soles, axis=0), atol=1e-9)
     np.testing.assert_allclose(c.phi, 0.0, atol=1e-9)
+
+
+def test_sole_studs_are_tangent_to_the_soles_at_the_configured_points():
+    """One sphere per configured point, its lowest point along the sole's normal at the point:
+    on the standing biped (sole frames on the ankles) the studs touch the ground at the eight
+    sole corners with zero gap, as the sole boxes do."""
+    robot = RobotModel.load("biped3d")
+    studs = sole_studs(robot, 0.003)
+    assert collision_model(robot).ngeoms == 15  # the URDF's <collision> tags, none set
+    robot.collision_model = studs
+    assert collision_model(robot) is studs and studs.ngeoms == robot.n_points == 8
+    data = robot.create_data()
+    q = robot.standing_configuration()
+    pin.framesForwardKinematics(robot.model, data, q)
+    gdata = studs.createData()
+    pin.updateGeometryPlacements(robot.model, data, studs, gdata)
+    soles = robot.point_positions(data, q)
+    for k, g in enumerate(studs.geometryObjects):
+        assert isinstance(g.geometry, coal.Sphere) and g.geometry.radius == 0.003
+        sole_normal = data.oMf[robot.point_frame_ids[k]].rotation[:, 2]
+        np.testing.assert_allclose(gdata.oMg[k].translation - 0.003 * sole_normal, soles[k],
+                                   atol=1e-12)
+    c = Detector(robot.model, studs, parse_world(None)).detect(data)
+    assert len(c) == 8
+    np.testing.assert_allclose(np.sort(c.p1, axis=0), np.sort(soles, axis=0), atol=1e-9)
+    np.testing.assert_allclose(c.phi, 0.0, atol=1e-9)
+
+
+def test_tilted_plate_studs_each_report_the_gap_of_their_lowest_point():
+    """The plate's studs (grid 3) tilted by 0.1 rad about y, 1 mm up: each stud's gap is its
+    centre's height minus r and its point on the plate is straight below the centre."""
+    from biped_contact_sim.sim.scenarios import PLATE_STUD_RADIUS, get_scenario
+
+    scenario = get_scenario("plate")
+    robot = scenario.make_robot(scenario.resolve({"grid": 3}))
+    r = PLATE_STUD_RADIUS
+    q = robot.configuration([0.0, 0.0, 0.025 + 0.001])
+    q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.0, 0.1, 0.0)).coeffs()
+    data = robot.create_data()
+    pin.framesForwardKinematics(robot.model, data, q)
+    c = Detector(robot.model, collision_model(robot), parse_world(None),
+                 settings=CollisionSettings(margin=0.05)).detect(data)
+    R, t = data.oMi[1].rotation, data.oMi[1].translation
+    centres = (robot.contact_bodies[0].offsets + np.array([0.0, 0.0, r])) @ R.T + t
+    assert len(c) == 9
+    order = np.argsort(c.geom1)
+    np.testing.assert_allclose(c.phi[order], centres[:, 2] - r, atol=1e-12)
+    np.testing.assert_allclose(c.p1[order], centres - [0.0, 0.0, r], atol=1e-12)
+
+
+def test_sole_studs_refuse_a_radius_that_is_not_positive():
+    robot = RobotModel.load("biped3d")
+    for bad in (0.0, -0.01, float("nan"), True, "2mm"):
+        with pytest.raises(ConfigError, match=r"stud radius = .*: expected a number > 0 \[m\]"):
+            sole_studs(robot, bad)
 
 
 def test_cylinder_lying_on_the_ground_touches_at_the_two_ends_of_its_lowest_line():
