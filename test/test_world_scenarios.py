@@ -294,3 +294,30 @@ def test_plate_studs_touch_at_the_configured_points_as_the_points_contacts_do():
     np.testing.assert_allclose(configured_point_values(robot, geo, geo.p), pts.p, atol=1e-12)
     np.testing.assert_allclose(configured_point_values(robot, geo, geo.f_world),
                                pts.f_world, atol=1e-9)
+
+
+def test_bench_scaling_times_the_plate_on_points_and_on_studs(tmp_path, monkeypatch, capsys):
+    """``biped-sim bench --scaling`` (two grids, two steps: no timing is asserted): a row per
+    (model, contacts, m) with m contacts found and closed, the detection timed only with
+    geometry contacts, a fitted exponent per (model, contacts); ``--contacts`` keeps one mode."""
+    import json
+
+    from biped_contact_sim.cli import bench, main
+
+    monkeypatch.setattr(bench, "SCALING_GRIDS", (2, 3))
+    assert main.main(["bench", "--scaling", "--steps", "2", "--out", str(tmp_path)]) == 0
+    out = json.loads((tmp_path / "scaling.json").read_text())
+    rows = out["results"]
+    assert {(r["contact_model"], r["contacts"], r["m"]) for r in rows} == {
+        (model, mode, m) for model in bench.SCALING_MODELS for mode in ("points", "geometry")
+        for m in (4, 9)}
+    for r in rows:
+        assert r["contacts_found"] == r["active_points"] == r["m"]
+        assert (r["detect_us"] is not None) == (r["contacts"] == "geometry")
+    assert set(out["exponents"]) == {f"{model}/{mode}" for model in bench.SCALING_MODELS
+                                     for mode in ("points", "geometry")}
+    assert (tmp_path / "scaling.png").is_file()
+    assert main.main(["bench", "--scaling", "--steps", "2", "--contacts", "points",
+                      "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "scaling.json").read_text())["results"]
+    assert {r["contacts"] for r in rows} == {"points"}

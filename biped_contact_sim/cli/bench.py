@@ -76,6 +76,7 @@ BENCH_WARMUP_STEPS = 50
 SCALING_MODELS = ("gauss_seidel", "time_stepping")
 SCALING_GRIDS = (2, 3, 4, 5, 6, 7, 8)  # m = 4 ... 64 contact points
 SCALING_STEPS = 300
+SCALING_CONTACTS = ("points", "geometry")  # the plate's grid as points, then as studs
 
 
 def import_mujoco():
@@ -441,12 +442,16 @@ def bench_command(args, write_summary: Callable[[dict, Path], None]) -> int:
 
 
 def scaling_command(args, write_summary: Callable[[dict, Path], None]) -> int:
-    """``biped-sim bench --scaling``: µs per step against the number m of contact points.
+    """``biped-sim bench --scaling``: µs per step against the number m of contacts.
 
-    A box resting on grid × grid points (scenario ``plate``), for the constraint models of
-    SCALING_MODELS; the system size is what the model reports (``system_size`` statistic:
-    3m for Gauss–Seidel's Delassus system, m(2+d) for the time-stepping LCP, Chardonnet's
-    57-versus-378 argument). Fits t ∝ m^k by least squares on log t = k log m + c.
+    The 1 kg plate resting on grid × grid contacts (scenario ``plate``, m = 4 … 64), for the
+    constraint models of SCALING_MODELS, in each contact mode of SCALING_CONTACTS (``--contacts``
+    picks one): ``points``, the configured grid points against the plane, and ``geometry``,
+    the same grid as studs found by the detector every step (its CPU time per step reported
+    apart as ``detect_us``, within ``mean_step_us``). The system size is what the model
+    reports (``system_size`` statistic: 3m for Gauss–Seidel's Delassus system, m(2+d) for the
+    time-stepping LCP, Chardonnet's 57-versus-378 argument). Fits t ∝ m^k by least squares on
+    log t = k log m + c, per model and mode. Times are CPU time of this thread (``CLOCK``).
     """
     steps = args.steps if args.steps != BENCH_STEPS else SCALING_STEPS
     models = [m for m in SCALING_MODELS if m in CONTACT_MODELS]
@@ -454,38 +459,55 @@ def scaling_command(args, write_summary: Callable[[dict, Path], None]) -> int:
         raise ConfigError("bench --scaling needs the contact models "
                           + ", ".join(SCALING_MODELS)
                           + f"; registered: {', '.join(CONTACT_MODELS)}")
+    modes = (args.contacts,) if getattr(args, "contacts", None) else SCALING_CONTACTS
     rows, fits = [], {}
-    print(f"plate, {steps} steps per (model, m)")
-    for model in models:
-        for grid in SCALING_GRIDS:
-            sets = {"grid": grid}
-            scenario, _, robot, sim, *_ = build("plate", model, sets=sets)
-            tau = np.zeros(robot.n_joints)
-            for _ in range(BENCH_WARMUP_STEPS):  # settle: all points in contact
-                step = sim.step(tau)
-            sizes = []
-            start = time.perf_counter()
-            for _ in range(steps):
-                step = sim.step(tau)
-                sizes.append(step.stats.get("system_size", float("nan")))
-            us = 1e6 * (time.perf_counter() - start) / steps
-            m = robot.n_points
-            row = {"contact_model": model, "m": m, "mean_step_us": us,
-                   "system_size": float(np.nanmax(sizes)) if np.isfinite(sizes).any() else None,
-                   "active_points": int(step.active.sum())}
-            rows.append(row)
-            print(f"  {model:16s} m = {m:3d}  {us:9.1f} µs/step  system size "
-                  f"{_fmt(row['system_size'])}  active {row['active_points']}")
-        ms = np.array([r["m"] for r in rows if r["contact_model"] == model], float)
-        ts = np.array([r["mean_step_us"] for r in rows if r["contact_model"] == model])
-        fits[model] = float(np.polyfit(np.log(ms), np.log(ts), 1)[0])
-        print(f"  {model}: time per step ∝ m^{fits[model]:.2f}")
+    print(f"plate, {steps} steps per (model, contacts, m)")
+    for contacts in modes:
+        for model in models:
+            mine = [_scaling_row(model, contacts, grid, steps) for grid in SCALING_GRIDS]
+            rows.extend(mine)
+            ms = np.array([r["m"] for r in mine], float)
+            ts = np.array([r["mean_step_us"] for r in mine])
+            key = f"{model}/{contacts}"
+            fits[key] = float(np.polyfit(np.log(ms), np.log(ts), 1)[0])
+            print(f"  {key}: time per step ∝ m^{fits[key]:.2f}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    write_summary({"results": rows, "exponents": fits}, out / "scaling.json")
-    figure = plots.scaling_plot(rows, fits, out)
+    write_summary({"results": rows, "exponents": fits, "steps": steps}, out / "scaling.json")
+    # one curve per (model, contacts): the plot keys its curves by contact_model
+    figure = plots.scaling_plot([{**r, "contact_model": f"{r['contact_model']}/{r['contacts']}"}
+                                 for r in rows], fits, out)
     print(f"results in {out}/: scaling.json, {figure.name}")
     return 0
+
+
+def _scaling_row(model: str, contacts: str, grid: int, steps: int) -> dict[str, Any]:
+    """One point of the scaling study: the plate on grid² contacts settled for
+    BENCH_WARMUP_STEPS, then ``steps`` steps timed one by one (``CLOCK``); geometry contacts
+    time their detection apart over the same steps."""
+    _, _, robot, sim, *_ = build("plate", model, sets={"grid": grid, "contacts": contacts})
+    tau = np.zeros(robot.n_joints)
+    for _ in range(BENCH_WARMUP_STEPS):  # settle: all contacts closed
+        step = sim.step(tau)
+    if sim.geometry is not None:
+        sim.geometry.timed = True
+    sizes, elapsed = [], 0.0
+    for _ in range(steps):
+        start = CLOCK()
+        step = sim.step(tau)
+        elapsed += CLOCK() - start
+        sizes.append(step.stats.get("system_size", float("nan")))
+    us = 1e6 * elapsed / steps
+    geo = sim.geometry
+    detect = 1e6 * geo.detect_time / geo.detect_calls if geo and geo.detect_calls else None
+    row = {"contact_model": model, "contacts": contacts, "m": grid * grid,
+           "contacts_found": len(step.phi), "mean_step_us": us, "detect_us": detect,
+           "system_size": float(np.nanmax(sizes)) if np.isfinite(sizes).any() else None,
+           "active_points": int(step.active.sum())}
+    note = f"  detection {detect:6.1f} µs" if detect is not None else ""
+    print(f"  {model:16s} {contacts:8s} m = {row['m']:3d}  {us:9.1f} µs/step{note}  system "
+          f"size {_fmt(row['system_size'])}  active {row['active_points']}")
+    return row
 
 
 def _fmt(value: Any) -> str:

@@ -224,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "as --set contacts=)")
     p_bench.add_argument("--scaling", action="store_true",
                          help="contact scaling study (Chardonnet Fig. 5): a box on m = 4..64 "
-                              "points, " + " and ".join(SCALING_MODELS)
+                              "points, then on as many studs (geometry contacts; --contacts "
+                              "picks one), " + " and ".join(SCALING_MODELS)
                               + "; writes scaling.json and scaling.png")
 
     sub.add_parser("list", help="scenarios, contact models, controllers and every --set key "
