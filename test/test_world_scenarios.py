@@ -214,9 +214,9 @@ def test_stand_with_points_and_with_geometry_carries_the_weight_on_the_same_corn
 
 # The geometry plate (grid² studs) at rest. spring_damper: the plate scenario keeps that
 # model's biped defaults, too stiff for a 1 kg plate on more than 4 points (check_inertia
-# refuses them from grid = 3), so the test takes the ramp brick's gains (2e4 N/m, 50 N s/m;
-# stable here: dt·λ·c < 2 needs λ < 40 /kg, and grid 4's lightest mode, pitch on 16 studs,
-# has λ = Σx²/I_yy ≈ 25 /kg).
+# refuses them from grid = 3), so the test takes the ramp brick's gains (2e4 N/m, 50 N s/m:
+# dt·λ·c < 2 and dt²·λ·k < 4 − 2 dt·λ·c hold for λ < 33 /kg, and grid 4's lightest modes,
+# pitch on 16 studs, λ = Σx²/I_yy = 25.1 /kg, and sliding with it, 26.7 /kg, are below).
 PLATE_SPRING = {"contact.stiffness": 2e4, "contact.damping": 50.0,
                 "contact.tangential_stiffness": 2e4, "contact.tangential_damping": 50.0}
 PLATE_SETTLE_S, PLATE_WATCH_S = 0.2, 0.2
@@ -232,7 +232,9 @@ def test_geometry_plate_rests_on_grid_squared_studs_carrying_mg_at_its_centre(mo
       (±0.1 m, ±0.05 m and between) of the bottom face;
     * Σ f_n = m g: the constraint models stop the plate at every step (relative 1e-6: the
       solvers' tolerances; gauss_seidel's sweeps stop at a force change below theirs);
-      spring_damper's transient has decayed (ζω ≥ 100 /s for these gains: e^(−20) by 0.2 s);
+      spring_damper's transient has decayed (a normal mode of G with eigenvalue λ, all
+      underdamped here, k λ > (c λ / 2)², decays at c λ / 2 ≥ 100 /s, λ ≥ 4 /kg: e^(−20)
+      by 0.2 s);
       penalty_fl approaches φ = −ε on its slow mode φ + ε ∝ e^(−(k_p/k_v) t) whose
       acceleration (k_p/k_v)²|φ + ε| is below k_p ε = 5e-4 m/s², 5.1e-5 g;
     * no creep: the plate neither slides nor turns (horizontal drift and the quaternion's
