@@ -207,7 +207,7 @@ class Detector:
 
     Args:
         model: the pinocchio model (robot, then free objects as free-flyer roots).
-        geom_model: the robot's collision geometry (``pin.buildGeomFromUrdf``) or None.
+        geom_model: the robot's collision geometry (``collision_model(robot)``) or None.
         world: the world; object_joints: the free-flyer joint of each of its objects.
         settings: ``CollisionSettings``.
     """
