@@ -113,7 +113,12 @@ class Reference:
         no_slip: support bodies whose tangential contact force ``wbc``'s internal-force
             reference cancels (the least change of F_int,ref that makes it zero, e.g. a hand
             on a slippery table, Chardonnet et al.): the other contacts then carry the
-            horizontal forces.
+            horizontal forces. Only the tensions change, so its normal force is what the other
+            contacts' CoP references (``cop``) leave to it, but at least ``preload``.
+        preload: least normal force of each ``no_slip`` body in the support [N]: where the
+            other contacts' CoP references would leave it less (a hand on a table while the
+            CoM is still over the feet carries nothing), their CoPs move away from it until it
+            carries ``preload``, so that it stays in contact.
     """
 
     stance: tuple[str, ...]
@@ -128,6 +133,7 @@ class Reference:
     cop: dict[str, np.ndarray] = field(default_factory=dict)
     load_share: dict[str, float] | None = None
     no_slip: tuple[str, ...] = ()
+    preload: float = 0.0
 
 
 class Behavior(ABC):

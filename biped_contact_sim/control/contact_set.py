@@ -5,7 +5,10 @@ The controller's support set follows it by three rules that keep the contact wre
 the torques, continuous across a change of support:
 
 * **adding**: a requested body joins the support when its measured normal force reaches
-  ``add_force`` (it has touched and carries load); until then it keeps its pose task;
+  ``add_force`` (it has touched and carries load) with its centre of pressure within
+  ``add_cop_fraction`` of its surface's half-extents (it lies flat, not on an edge), both for
+  ``add_hold`` seconds in a row; until then it keeps its pose task. A surface on one edge is a
+  hinge, not the 6-D constraint the support assumes: loaded as one, it tips;
 * **removing**: a body the reference drops is first unloaded — the controller drives its wrench
   along w(s) = (1 − σ(s)) w₀, σ the quintic 10s³ − 15s⁴ + 6s⁵, s = (t − t₀)/``unload_time``,
   through its internal-force command — and leaves the support once s ≥ 1 and its measured
@@ -41,11 +44,20 @@ class ContactTransitions:
         release_force: normal force below which an unloaded body leaves [N].
         unload_time: duration of the unloading ramp [s] (0: removed at once).
         transition_time: duration of the internal-force ramp after a change [s] (0: none).
+        surfaces: half-extents (a_x, a_y) of each body's contact surface in its frame [m]
+            (the CoP rule of adding; a body not listed is added on its force alone).
+        add_cop_fraction: largest |CoP_x|/a_x and |CoP_y|/a_y that adds a body (1: any).
+        add_hold: time both conditions must hold before the body is added [s].
     """
 
     def __init__(self, order, add_force: float = 0.0, release_force: float = 5.0,
-                 unload_time: float = 0.0, transition_time: float = 0.0):
+                 unload_time: float = 0.0, transition_time: float = 0.0,
+                 surfaces: dict | None = None, add_cop_fraction: float = 1.0,
+                 add_hold: float = 0.0):
         self.order = {name: k for k, name in enumerate(order)}
+        self.surfaces = dict(surfaces or {})
+        self.add_cop_fraction = float(add_cop_fraction)
+        self.add_hold = float(add_hold)
         self.add_force = float(add_force)
         self.release_force = float(release_force)
         self.unload_time = float(unload_time)
@@ -59,6 +71,21 @@ class ContactTransitions:
         self.changed_at = -np.inf
         self.changed = False
         self.stuck: tuple[str, ...] = ()
+        self.touching: dict[str, float] = {}  # name → first t of the add conditions in a row
+
+    def _ready(self, name: str, t: float, w) -> bool:
+        """The adding rule for a requested body (module docstring) at t."""
+        if self.add_force <= 0.0:
+            return True
+        ok = w is not None and w[2] >= self.add_force
+        half = self.surfaces.get(name)
+        if ok and half is not None:  # CoP (−τ_y/f_z, τ_x/f_z) in the body frame
+            lim = self.add_cop_fraction * w[2]
+            ok = abs(w[4]) <= lim * half[0] and abs(w[3]) <= lim * half[1]
+        if not ok:
+            self.touching.pop(name, None)
+            return False
+        return t - self.touching.setdefault(name, t) >= self.add_hold
 
     def update(self, t: float, requested, wrenches: dict) -> tuple[str, ...]:
         """The support set at time t, from the requested stance and the measured wrenches
@@ -70,9 +97,9 @@ class ContactTransitions:
         else:
             support = set(self.support)
             for name in req - support:
-                w = wrenches.get(name)
-                if self.add_force <= 0.0 or (w is not None and w[2] >= self.add_force):
+                if self._ready(name, t, wrenches.get(name)):
                     support.add(name)
+                    self.touching.pop(name, None)
             for name in list(self.unloading):
                 if name in req or name not in support:
                     del self.unloading[name]  # asked back, or gone
@@ -148,21 +175,53 @@ def unloading_reference(targets: dict[int, np.ndarray], W_com: np.ndarray, W_int
 
 
 def no_slip_reference(contacts, rotations: np.ndarray, W_com: np.ndarray, W_int: np.ndarray,
-                      f_task: np.ndarray, f_int_ref: np.ndarray) -> np.ndarray:
+                      f_task: np.ndarray, f_int_ref: np.ndarray,
+                      free: np.ndarray | None = None, preload: float = 0.0,
+                      preload_free: np.ndarray | None = None) -> np.ndarray:
     """Internal-force reference closest to ``f_int_ref`` whose contact forces have no
     tangential part at the contacts k in ``contacts``: t_kᵀ E_k [F_com; F_int] = 0 for the two
     tangent axes t_k of contact k (its frame's x and y, rotations[k]), E_k the force rows of
-    G⁻¹, F_com = W_com f_task (Sentis et al. eqs. 13, 47); least-norm change of F_int."""
+    G⁻¹, F_com = W_com f_task (Sentis et al. eqs. 13, 47); least-norm change of the rows
+    ``free`` of F_int (all rows if None).
+
+    The controller frees the tensions only: every CoP and normal moment then stays at its
+    reference, and the normal force n_kᵀ f_k follows from the other contacts' CoPs (a hand on a
+    table carries what the feet's CoPs leave to it); freeing every row instead moves a hand's
+    CoP off its palm to cancel a force. Where that normal force is below ``preload``, the
+    equation n_kᵀ f_k = ``preload`` joins, solved over the rows ``preload_free`` (the
+    controller: the tensions and the other contacts' CoP rows along the direction to k, i.e.
+    their CoPs move away from k just enough)."""
     G = np.vstack([W_com, W_int])
     rows = np.concatenate([np.arange(6 * k, 6 * k + 3) for k in contacts])
-    E = np.linalg.solve(G.T, np.eye(len(G))[:, rows]).T  # force rows of G⁻¹
-    P = np.zeros((2 * len(contacts), len(rows)))
-    for i, k in enumerate(contacts):
-        P[2 * i:2 * i + 2, 3 * i:3 * i + 3] = rotations[k][:, :2].T
-    E = np.dot(P, E)
-    E_c, E_i = E[:, :6], E[:, 6:]
-    r = -np.dot(E_c, np.dot(W_com, f_task)) - np.dot(E_i, f_int_ref)
-    return f_int_ref + np.dot(np.linalg.pinv(E_i), r)
+    E = np.linalg.solve(G.T, np.eye(len(G))[:, rows]).T  # force rows of G⁻¹, (3c, 6 n_s)
+    F_com = np.dot(W_com, f_task)
+    every = np.arange(W_int.shape[0])
+    need = None
+    for _ in range(2):  # tangential rows; then with the preload rows that are needed
+        A, target = [], []
+        for i, k in enumerate(contacts):
+            axes = (0, 1, 2) if need is not None and need[i] else (0, 1)
+            for axis in axes:
+                row = np.zeros(len(rows))
+                row[3 * i:3 * i + 3] = rotations[k][:, axis]
+                A.append(row)
+                target.append(preload if axis == 2 else 0.0)
+        A = np.dot(np.array(A), E)
+        A_c, A_i = A[:, :6], A[:, 6:]
+        cols = every if free is None else free
+        if need is not None:
+            cols = every if preload_free is None else preload_free
+        r = np.array(target) - np.dot(A_c, F_com) - np.dot(A_i, f_int_ref)
+        out = np.array(f_int_ref, float)
+        out[cols] += np.dot(np.linalg.pinv(A_i[:, cols]), r)
+        if need is not None or preload <= 0.0:
+            break
+        f = np.dot(E, np.concatenate([F_com, out]))
+        need = [float(np.dot(rotations[k][:, 2], f[3 * i:3 * i + 3])) < preload
+                for i, k in enumerate(contacts)]
+        if not any(need):
+            break
+    return out
 
 
 __all__ = ["ContactTransitions", "blend_released", "no_slip_reference", "smoothstep",

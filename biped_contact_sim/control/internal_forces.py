@@ -20,7 +20,9 @@ docs/methods.md §4.2, step 4 of ``control.wbc``. For a support of n_s ≥ 2 sur
   reference that gives it the wrench (1 − σ) w₀ (G⁻¹ of eq. 47); with two stance feet the
   load-share tension t_12,ref += (α_1 − α_2) F·e_12 (``wbc`` module docstring); the support
   bodies in ``Reference.no_slip`` get the F_int,ref closest to the reference that leaves them
-  no tangential force (``contact_set.no_slip_reference``).
+  no tangential force, changing the tensions only (``contact_set.no_slip_reference``): their
+  normal force follows from the other contacts' CoP references, or, where that leaves less
+  than ``Reference.preload``, the other contacts' CoPs move away from them until it is met.
 """
 
 from __future__ import annotations
@@ -182,7 +184,13 @@ class InternalForces:
         f_task = f0 - np.dot(D, tau)  # contact wrenches the tasks command (eq. 20)
         no_slip = [k for k, body in enumerate(stance) if body in ref.no_slip]
         if no_slip:
-            f_int_user = no_slip_reference(no_slip, rotations, W_com, W_int, f_task, f_int_user)
+            tensions = [k for k, label in enumerate(labels) if label.startswith("tension_")]
+            f_int_user = no_slip_reference(
+                no_slip, rotations, W_com, W_int, f_task, f_int_user,
+                free=np.array(tensions, dtype=np.int64) if tensions else None,
+                preload=ref.preload,
+                preload_free=np.array(tensions + self._cop_rows_towards(
+                    no_slip, stance, anchors, rotations, labels), dtype=np.int64))
         ramp = self.transitions.ramp(t)
         start = self._f_int_start
         if ramp < 1.0 and start is not None and start.shape == (m_int,):
@@ -219,6 +227,24 @@ class InternalForces:
                 d_tau, fallbacks = internal_force_torques_reference(W_int, D, G, T, f_int_cmd,
                                                                     f_task)
         return d_tau, fallbacks, f_int_ref, f_int_cmd, f_int_meas, alpha
+
+    @staticmethod
+    def _cop_rows_towards(no_slip, stance, anchors: np.ndarray, rotations: np.ndarray,
+                          labels) -> list[int]:
+        """Rows of W_int that move the CoP of each contact not in ``no_slip`` along the
+        direction to the (first) no-slip contact: its ``m_cop_<name>_y`` (a moment about the
+        frame's y axis shifts the CoP along x) if that direction is closer to its frame's x
+        axis, else ``m_cop_<name>_x``."""
+        index = {label: k for k, label in enumerate(labels)}
+        out = []
+        for k, name in enumerate(stance):
+            if k in no_slip:
+                continue
+            d = np.dot(rotations[k].T, anchors[no_slip[0]] - anchors[k])
+            label = f"m_cop_{name}_{'y' if abs(d[0]) >= abs(d[1]) else 'x'}"
+            if label in index:
+                out.append(index[label])
+        return out
 
     def _unloading_targets(self, t: float, stance, f_task: np.ndarray, f0: np.ndarray,
                            D: np.ndarray, tau_prev: np.ndarray | None) -> dict[int, np.ndarray]:

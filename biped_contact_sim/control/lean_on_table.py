@@ -48,9 +48,11 @@ from biped_contact_sim.control.multicontact import (
     PRESS,
     _move,
     _sigma,
+    arm_posture,
     require_feet_and_hands,
 )
 
+_ZERO3 = np.zeros(3)
 PALM_HALF_LENGTH = 0.05  # the humanoid's palm: 0.10 × 0.08 m (config/humanoid.yaml)
 
 
@@ -66,9 +68,16 @@ class LeanOnTableParams:
         table_height: height of the table top [m].
         table_x: x of the left palm's point on the table [m].
         hand_y: y of the left palm's point on the table [m].
-        lean: forward CoM shift in three-contact support [m].
+        lean: forward CoM shift in all [m], ``pre_lean`` of it during the reach (inside the
+            feet's support) and the rest in three-contact support (past the toes).
+        pre_lean: forward CoM shift during the reach [m].
+        lean_y: sideways CoM shift towards the hand during the lean [m] (the hand, beside
+            the body, would otherwise unload the foot on its side).
         object_x: x of the object's near face [m].
         object_y: y of the object's centre (the push line) [m].
+        hand_load: least normal force of the left hand on the table [N]
+            (``Reference.preload``): the feet's CoPs move back so that it carries at least this
+            much; leaning past them, the CoM loads it more.
         push_height: right palm above the table top while pushing [m].
         push_distance: length of the push stroke along +x [m].
         reach_time: duration of the left hand's reach [s].
@@ -80,17 +89,20 @@ class LeanOnTableParams:
         hold: pause at the end [s].
     """
 
-    table_height: float = 0.95
-    table_x: float = 0.40
+    table_height: float = 0.85
+    table_x: float = 0.38
     hand_y: float = 0.22
-    lean: float = 0.14
-    object_x: float = 0.46
+    lean: float = 0.12
+    pre_lean: float = 0.05
+    lean_y: float = 0.05
+    object_x: float = 0.39
     object_y: float = -0.20
+    hand_load: float = 30.0
     push_height: float = 0.02
-    push_distance: float = 0.14
+    push_distance: float = 0.11
     reach_time: float = 1.5
     land_time: float = 0.5
-    settle: float = 0.5
+    settle: float = 1.0
     lean_time: float = 1.5
     approach_time: float = 1.5
     push_time: float = 1.5
@@ -101,7 +113,9 @@ class LeanOnTableParams:
             value = getattr(self, f.name)
             if f.name.endswith("_time") or f.name in ("settle", "hold"):
                 _check(f.name, value, 0.0, 60.0)
-            elif f.name in ("lean", "push_distance", "push_height"):
+            elif f.name == "hand_load":
+                _check(f.name, value, 0.0, 500.0, lo_open=False)
+            elif f.name in ("lean", "pre_lean", "lean_y", "push_distance", "push_height"):
                 _check(f.name, value, -0.5, 0.5, lo_open=False)
             else:
                 _check(f.name, value, -2.0, 2.0, lo_open=False)
@@ -133,10 +147,20 @@ class LeanOnTableBehavior(Behavior):
         self.start = {n: (data.oMf[names[n].frame_id].translation.copy(),
                           data.oMf[names[n].frame_id].rotation.copy()) for n in HANDS}
         self.q_joints = self.q0[robot.q_idx].copy()
+        # x of the sole frames at q0: the feet CoPs follow the CoM during the pre-lean
+        self.sole_x = {n: float(data.oMf[names[n].frame_id].translation[0]) for n in FEET}
         self.level = np.eye(3)
         self.table_point = np.array([p.table_x, p.hand_y, p.table_height])
         self.pre_push = np.array([p.object_x - PALM_HALF_LENGTH - 0.01, p.object_y,
                                   p.table_height + p.push_height])
+        # Posture references with the left palm on the table (``arm_posture``): the body at
+        # q0, and translated by the lean (the pelvis moves about as far as the CoM).
+        palm = names["left_hand"].frame_id
+        on_table = self.table_point - np.array([0.0, 0.0, PRESS])
+        self.q_on_table = arm_posture(robot, self.q0, palm, "l", on_table, self.level,
+                                      shift=np.array([p.pre_lean, 0.0, 0.0]))
+        self.q_leaned = arm_posture(robot, self.q0, palm, "l", on_table, self.level,
+                                    shift=np.array([p.lean, 0.0, 0.0]))
         # the hand rests on a table of μ = 0.4: the feet carry the horizontal forces
         self.no_slip = ("left_hand",)
         self.t_land = p.reach_time
@@ -153,16 +177,24 @@ class LeanOnTableBehavior(Behavior):
         p0, R0 = self.start["left_hand"]
         above = self.table_point + np.array([0.0, 0.0, APPROACH])
         if t < self.t_land:
-            return _move(t, 0.0, self.params.reach_time, p0, above, R0, self.level)
+            return _move(t, 0.0, self.params.reach_time, p0, above, R0, self.level,
+                         rise_first=True)
         return _move(t, self.t_land, self.params.land_time, above,
                      self.table_point - np.array([0.0, 0.0, PRESS]), self.level, self.level)
 
-    def _right(self, t: float) -> FootTarget:
+    def _right(self, t: float, carry: FootTarget) -> FootTarget:
+        """The right palm: carried with the CoM (its pose at q0 moved as ``carry``: position,
+        velocity, acceleration of the CoM shift) until the approach, then behind the object,
+        then the push."""
         p = self.params
         p0, R0 = self.start["right_hand"]
+        if t < self.t_approach:
+            return FootTarget(p0 + carry.p, carry.v, carry.a, rotation=R0, omega=_ZERO3,
+                              alpha=_ZERO3)
+        p0 = p0 + np.array([p.lean, 0.0, 0.0])
         if t < self.t_push:
             return _move(t, self.t_approach, p.approach_time, p0, self.pre_push, R0,
-                         self.level)
+                         self.level, rise_first=True)
         end = self.pre_push + np.array([p.push_distance, 0.0, 0.0])
         return _move(t, self.t_push, p.push_time, self.pre_push, end, self.level, self.level)
 
@@ -170,13 +202,28 @@ class LeanOnTableBehavior(Behavior):
         """Stance, CoM, hand targets (module docstring)."""
         p = self.params
         t = max(float(t), 0.0)
+        s0, ds0, dds0 = _sigma(t / p.reach_time)
         s, ds, dds = _sigma((t - self.t_lean) / p.lean_time)
-        com = self.com0 + np.array([p.lean * s, 0.0, 0.0])
-        vel = np.array([p.lean * ds / p.lean_time, 0.0, 0.0])
-        acc = np.array([p.lean * dds / p.lean_time ** 2, 0.0, 0.0])
-        hands = {"left_hand": self._left(t), "right_hand": self._right(t)}
-        return Reference(stance=self.stance_at(t), com=com, com_vel=vel, com_acc=acc,
-                         feet=hands, q_joints=self.q_joints, no_slip=self.no_slip)
+        rest = p.lean - p.pre_lean
+        direction = np.array([rest, p.lean_y, 0.0])
+        com = self.com0 + np.array([p.pre_lean * s0, 0.0, 0.0]) + s * direction
+        vel = np.array([p.pre_lean * ds0 / p.reach_time, 0.0, 0.0]) \
+            + ds / p.lean_time * direction
+        acc = np.array([p.pre_lean * dds0 / p.reach_time ** 2, 0.0, 0.0]) \
+            + dds / p.lean_time ** 2 * direction
+        carry = FootTarget(com - self.com0, vel, acc)
+        hands = {"left_hand": self._left(t), "right_hand": self._right(t, carry)}
+        if t < self.t_land:  # towards the arm's posture on the table, with the hand
+            posture = self.q_joints + s0 * (self.q_on_table - self.q_joints)
+        else:
+            posture = self.q_on_table + s * (self.q_leaned - self.q_on_table)
+        # The feet's CoPs (x, world) under the CoM while it pre-leans on two feet (a
+        # quasi-static ZMP), then held there: leaning past them loads the hand.
+        x = self.com0[0] + p.pre_lean * s0
+        cop = {n: np.array([x - self.sole_x[n], 0.0]) for n in FEET}
+        return Reference(stance=self.stance_at(t), com=com, com_vel=vel, com_acc=acc, cop=cop,
+                         feet=hands, q_joints=posture, no_slip=self.no_slip,
+                         preload=p.hand_load)
 
 
 __all__ = ["LeanOnTableBehavior", "LeanOnTableParams"]

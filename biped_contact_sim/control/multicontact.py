@@ -47,6 +47,7 @@ from biped_contact_sim.errors import ConfigError
 FEET = ("left_foot", "right_foot")
 HANDS = ("left_hand", "right_hand")
 APPROACH, PRESS = 0.03, 0.005  # above the table before landing; into a surface when landing
+RISE = 0.6  # share of a reach in which the height moves first (``_move(rise_first=True)``)
 
 
 def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
@@ -143,14 +144,58 @@ def _sigma(s: float) -> tuple[float, float, float]:
 
 
 def _move(t: float, t0: float, duration: float, a: np.ndarray, b: np.ndarray,
-          Ra: np.ndarray, Rb: np.ndarray) -> FootTarget:
-    """Pose target moving from (a, Ra) to (b, Rb) during [t0, t0 + duration] along σ."""
+          Ra: np.ndarray, Rb: np.ndarray, rise_first: bool = False) -> FootTarget:
+    """Pose target moving from (a, Ra) to (b, Rb) during [t0, t0 + duration] along σ.
+
+    ``rise_first``: the height moves along σ over the first ``RISE`` of the duration (the
+    horizontal position and the rotation over all of it), so that a hand coming from below a
+    table top clears its edge instead of cutting through it."""
+    log = pin.log3(Ra.T @ Rb)  # body-frame rotation vector; ω = Ra log σ̇ (world)
     s, ds, dds = _sigma((t - t0) / duration)
     ds, dds = ds / duration, dds / duration ** 2
-    log = pin.log3(Ra.T @ Rb)  # body-frame rotation vector; ω = Ra log σ̇ (world)
-    return FootTarget(a + s * (b - a), ds * (b - a), dds * (b - a),
+    if not rise_first:
+        return FootTarget(a + s * (b - a), ds * (b - a), dds * (b - a),
+                          rotation=Ra @ pin.exp3(s * log), omega=ds * (Ra @ log),
+                          alpha=dds * (Ra @ log))
+    part = RISE * duration
+    sz, dsz, ddsz = _sigma((t - t0) / part)
+    w = np.array([s, s, sz])
+    dw = np.array([ds, ds, dsz / part])
+    ddw = np.array([dds, dds, ddsz / part ** 2])
+    return FootTarget(a + w * (b - a), dw * (b - a), ddw * (b - a),
                       rotation=Ra @ pin.exp3(s * log), omega=ds * (Ra @ log),
                       alpha=dds * (Ra @ log))
+
+
+def arm_posture(robot, q: np.ndarray, frame_id: int, side: str, p: np.ndarray,
+                R: np.ndarray, shift: np.ndarray | None = None, iterations: int = 200) -> np.ndarray:
+    """Joint posture with the arm ``side`` ('l' or 'r') placing frame ``frame_id`` at (p, R)
+    and every other joint as in q, the base translated by ``shift``: damped least-squares
+    closed-loop inverse kinematics on the arm's joints (q_arm ← q_arm + J⁺ log(oMf⁻¹ oMd),
+    pinocchio's frame Jacobian in the frame, λ = 1e-6), clipped to the joint limits.
+
+    The posture task is the lowest priority of ``wbc``: with a hand in the support it acts only
+    in the few directions the other tasks leave, and there it pulls towards its reference; a
+    reference with the arms hanging (q0) then pulls the torso back and the wrist to its limit.
+    Returns the actuated joints (``robot.q_idx`` order)."""
+    model, data = robot.model, robot.create_data()
+    q = np.array(q, float)
+    if shift is not None:
+        q[:3] += shift
+    arm = [k for k, n in enumerate(robot.actuated_joint_names) if n.startswith(f"{side}_")
+           and n.split("_")[1] in ("shoulder", "elbow", "wrist")]
+    qi = robot.q_idx[arm]
+    vi = robot.v_idx[arm]
+    goal = pin.SE3(R, p)
+    for _ in range(iterations):
+        pin.framesForwardKinematics(model, data, q)
+        err = pin.log6(data.oMf[frame_id].actInv(goal)).vector
+        if np.dot(err, err) < 1e-16:
+            break
+        J = pin.computeFrameJacobian(model, data, q, frame_id, pin.ReferenceFrame.LOCAL)[:, vi]
+        dq = np.linalg.solve(np.dot(J.T, J) + 1e-6 * np.eye(len(vi)), np.dot(J.T, err))
+        q[qi] = np.clip(q[qi] + dq, robot.q_lower[arm], robot.q_upper[arm])
+    return q[robot.q_idx].copy()
 
 
 class MultiContactBehavior(Behavior):
@@ -213,13 +258,14 @@ class MultiContactBehavior(Behavior):
         pressed = self.table[name] - np.array([0.0, 0.0, PRESS])
         if t < self.t_land or name == "left_hand" or t < self.t_move:
             if t < self.t_land:
-                return _move(t, 0.0, p.reach_time, p0, above, R0, self.level)
+                return _move(t, 0.0, p.reach_time, p0, above, R0, self.level,
+                             rise_first=True)
             return _move(t, self.t_land, p.land_time, above, pressed, self.level, self.level)
         off = self.panel_point + np.array([0.0, 0.02, 0.0])
         into = self.panel_point - np.array([0.0, PRESS, 0.0])
         if t < self.t_touch:
             return _move(t, self.t_move, p.to_panel_time, pressed, off, self.level,
-                         self.facing_panel)
+                         self.facing_panel, rise_first=True)
         if t < self.t_press:
             return _move(t, self.t_touch, p.touch_time, off, into, self.facing_panel,
                          self.facing_panel)
@@ -252,4 +298,4 @@ class MultiContactBehavior(Behavior):
                          feet=hands, q_joints=self.q_joints)
 
 
-__all__ = ["MultiContactBehavior", "MultiContactParams"]
+__all__ = ["MultiContactBehavior", "MultiContactParams", "arm_posture"]

@@ -155,6 +155,12 @@ class WholeBodyController(Controller):
         check_pd(s.kp_posture, s.kd_posture, self.dt, "kp_posture", "kd_posture")
         if s.kp_base > 0:
             check_pd(s.kp_base, s.kd_base, self.dt, "kp_base", "kd_base")
+        if s.kp_torso > 0:
+            check_pd(s.kp_torso, s.kd_torso, self.dt, "kp_torso", "kd_torso")
+            if not robot.model.existFrame(TORSO_FRAME):
+                raise ConfigError(f"kp_torso > 0 needs a frame {TORSO_FRAME!r}; robot "
+                                  f"{robot.name} has none (set kp_torso = 0)")
+            self._torso_frame = robot.model.getFrameId(TORSO_FRAME)
         check_pi(s.kp_int, s.ki_int, self.dt, "kp_int", "ki_int")
         check_pi(s.kp_force, s.ki_force, self.dt, "kp_force", "ki_force")
         self.data = robot.create_data()
@@ -176,7 +182,10 @@ class WholeBodyController(Controller):
         self._J6, self._drift6 = np.empty((6, robot.nv)), np.empty(6)
         self.transitions = ContactTransitions(
             [b.name for b in robot.contact_bodies], s.add_force, s.release_force,
-            s.unload_time, s.transition_time)
+            s.unload_time, s.transition_time,
+            surfaces={b.name: tuple(np.abs(b.offsets[:, :2]).max(axis=0))
+                      for b in robot.contact_bodies},
+            add_cop_fraction=s.add_cop_fraction, add_hold=s.add_hold)
         self.internal = InternalForces(s, self.dt, self.transitions, self._sole_centre, self._g)
         self.reset()
 
@@ -339,9 +348,10 @@ class WholeBodyController(Controller):
         # coordinates y of Γ = T y: ẍ_k = Ĵ_k y + c_k (``control.linalg.prioritized``). The
         # operational tasks are stacked as rows J_k of J_up (nv columns), Ĵ_k = J_k BT and
         # c_k = J_k v̇₀ + γ_k; the angular-momentum row is not a J_k-task and comes apart.
-        am = grasp_name == "eq82"
+        am = grasp_name == "eq82" and s.am_task
         sizes = ([3] if ref.com is not None else []) + ([1] if am else []) \
-            + [6] * len(pose_tasks) + [5] * len(force_tasks) + ([3] if s.kp_base > 0 else [])
+            + [6] * len(pose_tasks) + [5] * len(force_tasks) + ([3] if s.kp_base > 0 else []) \
+            + ([3] if s.kp_torso > 0 else [])
         m_up = sum(sizes)
         J_up = np.empty((m_up, nv))
         e_up = np.empty(m_up)  # ẍ_des − J̇ v, then − J_k v̇₀
@@ -398,6 +408,18 @@ class WholeBodyController(Controller):
             e_up[i:i + 3] = s.kp_base * pin.log3(dot(self._R_base_ref,
                                                      data.oMf[base_id].rotation.T)) \
                 - s.kd_base * wb - alpha_b
+            i += 3
+        if s.kp_torso > 0:
+            # Torso upright with the base's heading (our addition, after the base): with a hand
+            # in the support, the posture task acts in a few directions only, and the CoM task
+            # alone moves the CoM by pitching the heavy torso, which folds the arm.
+            tid = self._torso_frame
+            J_up[i:i + 3] = pin.getFrameJacobian(model, data, tid, LWA)[3:]
+            alpha_t = pin.getFrameClassicalAcceleration(model, data, tid, LWA).angular
+            wt = pin.getFrameVelocity(model, data, tid, LWA).angular
+            e_up[i:i + 3] = s.kp_torso * pin.log3(dot(self._R_base_ref,
+                                                      data.oMf[tid].rotation.T)) \
+                - s.kd_torso * wt - alpha_t
         w_am, e_am = None, 0.0
         if am:
             # Angular momentum about the CoP line (App. B, eqs. 68–74). With coplanar feet the
@@ -570,6 +592,7 @@ class WholeBodyController(Controller):
 
 
 _ZERO3 = np.zeros(3)
+TORSO_FRAME = "torso"  # the upper body's link (kp_torso)
 
 
 __all__ = ["WBCSettings", "WholeBodyController"]

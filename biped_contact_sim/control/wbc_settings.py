@@ -27,6 +27,9 @@ class WBCSettings:
             reaching hands) [1/s², 1/s].
         kp_base, kd_base: base (pelvis) orientation PD gains, upright with q0's yaw; kp_base = 0
             removes the task [1/s², 1/s].
+        kp_torso, kd_torso: torso orientation PD gains (upright, the base's heading; the
+            ``torso`` link; after the base task) [1/s², 1/s]; kp_torso = 0 (default) removes
+            the task.
         kp_posture, kd_posture: joint posture PD gains [1/s², 1/s].
         kp_int, ki_int: internal-force PI feedback on the measured wrenches (§IV-E) [-, 1/s].
         int_limit: clamp of each component of the internal-force integral [N or N·m].
@@ -36,6 +39,10 @@ class WBCSettings:
             forces are whatever the task torques produce (for comparisons).
         kd_am: damping of the centroidal angular momentum about the line between the feet
             CoPs (double support; keeps the ZMP on that line, App. B) [1/s].
+        am_task: the angular-momentum task of double support (``kd_am``); without it the CoP
+            coordinate along the line between the feet is left to the dynamics. A reaching arm
+            changes the centroidal angular momentum, which the task then cancels by pitching
+            the torso the other way.
         load_share: add the load-share tension (module docstring, step 4; our addition).
         rcond: relative eigenvalue cutoff of the pseudo-inverses Φ*⁺ and Λ*⁺.
         kp_force, ki_force: PI feedback of a unified force/position task on the body's
@@ -46,6 +53,9 @@ class WBCSettings:
             ``unload_time`` [s] (0: dropped at once) and leaves below ``release_force`` [N];
             after a change the internal-force reference ramps from the measured internal
             forces over ``transition_time`` [s].
+        add_cop_fraction, add_hold: a requested body also needs its measured CoP within
+            ``add_cop_fraction`` of its contact surface's half-extents (flat, not on an edge),
+            both conditions for ``add_hold`` [s] in a row (``control.contact_set``).
     """
 
     kp_com: float = 25.0
@@ -54,6 +64,8 @@ class WBCSettings:
     kd_foot: float = 40.0
     kp_base: float = 100.0
     kd_base: float = 20.0
+    kp_torso: float = 0.0
+    kd_torso: float = 20.0
     kp_posture: float = 100.0
     kd_posture: float = 20.0
     kp_int: float = 0.0
@@ -62,6 +74,7 @@ class WBCSettings:
     min_normal_force: float = 5.0
     internal_forces: bool = True
     kd_am: float = 5.0
+    am_task: bool = True
     load_share: bool = True
     rcond: float = 1e-8
     kp_force: float = 0.0
@@ -70,11 +83,13 @@ class WBCSettings:
     release_force: float = 5.0
     unload_time: float = 0.0
     transition_time: float = 0.0
+    add_cop_fraction: float = 1.0
+    add_hold: float = 0.0
 
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("internal_forces", "load_share"):
+            if f.name in ("internal_forces", "load_share", "am_task"):
                 if not isinstance(value, bool):
                     raise ConfigError(f"{f.name} = {value!r} must be true or false")
                 continue
@@ -83,6 +98,9 @@ class WBCSettings:
         if self.kp_base < 0 or self.kd_base < 0:
             raise ConfigError(f"kp_base, kd_base = {self.kp_base!r}, {self.kd_base!r} must be "
                               ">= 0")
+        if self.kp_torso < 0 or self.kd_torso < 0:
+            raise ConfigError(f"kp_torso, kd_torso = {self.kp_torso!r}, {self.kd_torso!r} must "
+                              "be >= 0")
         for name in ("kp_com", "kd_com", "kp_foot", "kd_foot", "kp_posture", "kd_posture",
                      "int_limit", "min_normal_force", "kd_am", "rcond"):
             if getattr(self, name) <= 0:
@@ -95,8 +113,10 @@ class WBCSettings:
         if not 0.0 <= self.kp_force < 1.0:
             raise ConfigError(f"kp_force = {self.kp_force!r} must be in [0, 1) (one-step-"
                               "delayed feedback on an algebraic plant)")
+        if not 0.0 < self.add_cop_fraction <= 1.0:
+            raise ConfigError(f"add_cop_fraction = {self.add_cop_fraction!r} must be in (0, 1]")
         for name in ("ki_force", "add_force", "release_force", "unload_time",
-                     "transition_time"):
+                     "transition_time", "add_hold"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} = {getattr(self, name)!r} must be >= 0")
 
