@@ -28,6 +28,7 @@ from numba import njit
 
 from biped_contact_sim import control as control_layer
 from biped_contact_sim.cli.progress import progress_bar
+from biped_contact_sim.cli.world_metrics import object_metrics
 from biped_contact_sim.contact import make_contact_model
 from biped_contact_sim.contact.base import Stats, positive
 from biped_contact_sim.control import Controller, Measurement
@@ -476,6 +477,9 @@ class Run:
             result.warnings.append(result.error)
         if result.scenario.biped and not result.metrics:
             result.metrics = biped_metrics(result)
+        objects = object_metrics(result)
+        if objects:
+            result.metrics["objects"] = objects
         return result
 
 
@@ -679,7 +683,8 @@ def biped_metrics(result: RunResult) -> dict[str, Any]:
     * with a behaviour: ``planned_distance_m`` (if it plans one), ``progress_fraction``,
       ``stance_slip_max_m`` — the largest horizontal drift of a sole origin from where it was
       at the start of each reference stance interval (touch-down), and ``steps_completed`` —
-      touch-downs of the reference that happened before the run ended.
+      touch-downs of the reference that happened before the run ended; ``stance_slip_m`` the
+      same drift per contact body (a hand on a table).
     """
     robot, samples = result.robot, result.samples
     if not samples:
@@ -706,6 +711,7 @@ def biped_metrics(result: RunResult) -> dict[str, Any]:
         out["progress_fraction"] = float((com[-1, 0] - com[0, 0]) / planned)
     data = robot.create_data()
     anchors: dict[str, np.ndarray] = {}
+    slips = {b.name: 0.0 for b in robot.contact_bodies}
     slip, touchdowns, previous = 0.0, 0, None
     for smp in samples:
         stance = behavior.reference(smp.step.t).stance
@@ -719,9 +725,12 @@ def biped_metrics(result: RunResult) -> dict[str, Any]:
                 if previous is not None and body.name not in previous:
                     touchdowns += 1
             else:
-                slip = max(slip, float(np.linalg.norm(xy - anchors[body.name])))
+                drift = float(np.linalg.norm(xy - anchors[body.name]))
+                slip = max(slip, drift)
+                slips[body.name] = max(slips[body.name], drift)
         previous = stance
     out["stance_slip_max_m"] = slip
+    out["stance_slip_m"] = slips
     out["steps_completed"] = touchdowns
     out.update(_tracking_metrics(result))
     return out

@@ -53,7 +53,11 @@ from biped_contact_sim.control.multicontact import (
 )
 
 _ZERO3 = np.zeros(3)
-PALM_HALF_LENGTH = 0.05  # the humanoid's palm: 0.10 × 0.08 m (config/humanoid.yaml)
+PALM_HALF_LENGTH = 0.05
+# (height's share, start of the horizontal move) of the hands' moves from below the table top
+# (``multicontact._move``): the palms clear the table's front edge.
+REACH_RISE = (0.6, 0.0)
+APPROACH_RISE = (0.5, 0.3)  # the humanoid's palm: 0.10 × 0.08 m (config/humanoid.yaml)
 
 
 def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
@@ -178,7 +182,7 @@ class LeanOnTableBehavior(Behavior):
         above = self.table_point + np.array([0.0, 0.0, APPROACH])
         if t < self.t_land:
             return _move(t, 0.0, self.params.reach_time, p0, above, R0, self.level,
-                         rise_first=True)
+                         rise=REACH_RISE)
         return _move(t, self.t_land, self.params.land_time, above,
                      self.table_point - np.array([0.0, 0.0, PRESS]), self.level, self.level)
 
@@ -194,7 +198,7 @@ class LeanOnTableBehavior(Behavior):
         p0 = p0 + np.array([p.lean, 0.0, 0.0])
         if t < self.t_push:
             return _move(t, self.t_approach, p.approach_time, p0, self.pre_push, R0,
-                         self.level, rise_first=True)
+                         self.level, rise=APPROACH_RISE)
         end = self.pre_push + np.array([p.push_distance, 0.0, 0.0])
         return _move(t, self.t_push, p.push_time, self.pre_push, end, self.level, self.level)
 

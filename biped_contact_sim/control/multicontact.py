@@ -47,7 +47,6 @@ from biped_contact_sim.errors import ConfigError
 FEET = ("left_foot", "right_foot")
 HANDS = ("left_hand", "right_hand")
 APPROACH, PRESS = 0.03, 0.005  # above the table before landing; into a surface when landing
-RISE = 0.6  # share of a reach in which the height moves first (``_move(rise_first=True)``)
 
 
 def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
@@ -144,31 +143,34 @@ def _sigma(s: float) -> tuple[float, float, float]:
 
 
 def _move(t: float, t0: float, duration: float, a: np.ndarray, b: np.ndarray,
-          Ra: np.ndarray, Rb: np.ndarray, rise_first: bool = False) -> FootTarget:
+          Ra: np.ndarray, Rb: np.ndarray,
+          rise: tuple[float, float] | None = None) -> FootTarget:
     """Pose target moving from (a, Ra) to (b, Rb) during [t0, t0 + duration] along σ.
 
-    ``rise_first``: the height moves along σ over the first ``RISE`` of the duration (the
-    horizontal position and the rotation over all of it), so that a hand coming from below a
-    table top clears its edge instead of cutting through it."""
+    ``rise = (r, h)``: the height moves along σ over the first fraction r of the duration and
+    the horizontal position over the last 1 − h (the rotation over all of it), so that a hand
+    coming from below a table top clears its edge instead of cutting through it."""
     log = pin.log3(Ra.T @ Rb)  # body-frame rotation vector; ω = Ra log σ̇ (world)
     s, ds, dds = _sigma((t - t0) / duration)
     ds, dds = ds / duration, dds / duration ** 2
-    if not rise_first:
+    if rise is None:
         return FootTarget(a + s * (b - a), ds * (b - a), dds * (b - a),
                           rotation=Ra @ pin.exp3(s * log), omega=ds * (Ra @ log),
                           alpha=dds * (Ra @ log))
-    part = RISE * duration
-    sz, dsz, ddsz = _sigma((t - t0) / part)
-    w = np.array([s, s, sz])
-    dw = np.array([ds, ds, dsz / part])
-    ddw = np.array([dds, dds, ddsz / part ** 2])
+    up, late = rise[0] * duration, rise[1] * duration
+    sz, dsz, ddsz = _sigma((t - t0) / up)
+    sh, dsh, ddsh = _sigma((t - t0 - late) / (duration - late))
+    w = np.array([sh, sh, sz])
+    dw = np.array([dsh / (duration - late)] * 2 + [dsz / up])
+    ddw = np.array([ddsh / (duration - late) ** 2] * 2 + [ddsz / up ** 2])
     return FootTarget(a + w * (b - a), dw * (b - a), ddw * (b - a),
                       rotation=Ra @ pin.exp3(s * log), omega=ds * (Ra @ log),
                       alpha=dds * (Ra @ log))
 
 
 def arm_posture(robot, q: np.ndarray, frame_id: int, side: str, p: np.ndarray,
-                R: np.ndarray, shift: np.ndarray | None = None, iterations: int = 200) -> np.ndarray:
+                R: np.ndarray, shift: np.ndarray | None = None,
+                iterations: int = 200) -> np.ndarray:
     """Joint posture with the arm ``side`` ('l' or 'r') placing frame ``frame_id`` at (p, R)
     and every other joint as in q, the base translated by ``shift``: damped least-squares
     closed-loop inverse kinematics on the arm's joints (q_arm ← q_arm + J⁺ log(oMf⁻¹ oMd),
@@ -258,14 +260,13 @@ class MultiContactBehavior(Behavior):
         pressed = self.table[name] - np.array([0.0, 0.0, PRESS])
         if t < self.t_land or name == "left_hand" or t < self.t_move:
             if t < self.t_land:
-                return _move(t, 0.0, p.reach_time, p0, above, R0, self.level,
-                             rise_first=True)
+                return _move(t, 0.0, p.reach_time, p0, above, R0, self.level)
             return _move(t, self.t_land, p.land_time, above, pressed, self.level, self.level)
         off = self.panel_point + np.array([0.0, 0.02, 0.0])
         into = self.panel_point - np.array([0.0, PRESS, 0.0])
         if t < self.t_touch:
             return _move(t, self.t_move, p.to_panel_time, pressed, off, self.level,
-                         self.facing_panel, rise_first=True)
+                         self.facing_panel)
         if t < self.t_press:
             return _move(t, self.t_touch, p.touch_time, off, into, self.facing_panel,
                          self.facing_panel)
