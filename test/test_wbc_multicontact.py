@@ -484,3 +484,125 @@ def test_behaviors_need_feet_and_hands(behavior):
     with pytest.raises(ConfigError, match=f"{behavior} needs .*biped3d lacks left_hand, "
                                           "right_hand"):
         make_behavior(behavior, biped, biped.standing_configuration())
+
+
+def _static_wrenches(anchors, com, weight):
+    """Contact wrenches whose resultant about the CoM is the weight's reaction (0, 0, W, 0, 0,
+    0): a static F_com, whatever G distributes of it."""
+    from biped_contact_sim.control.grasp import grasp_model
+
+    g = grasp_model([ContactAnchor(p, np.eye(3), name=n) for n, p in anchors.items()], com)
+    f_task = np.linalg.pinv(g.W_com) @ np.array([0.0, 0.0, weight, 0.0, 0.0, 0.0])
+    return g, f_task
+
+
+@pytest.mark.parametrize("preload", [0.0, 60.0])
+def test_no_slip_reference_by_tensions_meets_statics(preload):
+    """Two feet with their CoPs at x_f = 0.07 m (y = ±0.1) and a hand on a table at
+    (0.38, 0.22, 0.85), the CoM at x_c = 0.14: cancelling the hand's tangential force through
+    the tensions leaves every CoP and normal moment at its reference and gives the hand the
+    normal force of statics about the feet's CoP line, W (x_c − x_f)/(x_h − x_f); with a
+    preload above that, the hand carries exactly the preload (still no tangential force, its
+    own CoP and normal moment still at their references: the feet's CoPs moved)."""
+    from biped_contact_sim.control.contact_set import no_slip_reference
+
+    anchors = {"lf": np.array([0.07, 0.1, 0.0]), "rf": np.array([0.07, -0.1, 0.0]),
+               "lh": np.array([0.38, 0.22, 0.85])}
+    W, x_c = 466.9, 0.14
+    g, f_task = _static_wrenches(anchors, np.array([x_c, 0.0, 0.76]), W)
+    tensions = np.array([k for k, lab in enumerate(g.labels) if lab.startswith("tension_")])
+    moving = [g.labels.index(lab) for lab in ("m_cop_lf_y", "m_cop_rf_y")]
+    out = no_slip_reference([2], np.stack([np.eye(3)] * 3), g.W_com, g.W_int, f_task,
+                            np.zeros(12), free=tensions, preload=preload,
+                            preload_free=np.concatenate([tensions, moving]))
+    f = np.linalg.solve(np.vstack([g.W_com, g.W_int]),
+                        np.concatenate([g.W_com @ f_task, out])).reshape(3, 6)
+    assert np.abs(f[2, :2]).max() < 1e-9  # no tangential force at the hand
+    assert np.abs(f[2, 3:]).max() < 1e-9  # its CoP at its anchor, no normal moment
+    statics = W * (x_c - 0.07) / (0.38 - 0.07)  # 105.4 N, above either preload
+    assert abs(f[2, 2] - statics) < 1e-6 * statics
+    others = [k for k in range(12) if k not in tensions]
+    assert np.abs(out[others]).max() < 1e-12
+    # the preload case: CoM over the feet (x_c = x_f): statics gives the hand nothing
+    g, f_task = _static_wrenches(anchors, np.array([0.07, 0.0, 0.76]), W)
+    out = no_slip_reference([2], np.stack([np.eye(3)] * 3), g.W_com, g.W_int, f_task,
+                            np.zeros(12), free=tensions, preload=preload,
+                            preload_free=np.concatenate([tensions, moving]))
+    f = np.linalg.solve(np.vstack([g.W_com, g.W_int]),
+                        np.concatenate([g.W_com @ f_task, out])).reshape(3, 6)
+    assert np.abs(f[2, :2]).max() < 1e-9 and np.abs(f[2, 3:]).max() < 1e-9
+    assert abs(f[2, 2] - preload) < 1e-9 * max(preload, 1.0)
+    assert abs(f[:, 2].sum() - W) < 1e-9 * W
+
+
+def test_a_hand_joins_flat_and_loaded_for_the_hold_time():
+    """``ContactTransitions``: a requested palm (half-extents 0.05 × 0.04 m) on one edge
+    (CoP 4.5 cm forward, beyond 0.6 of 5 cm) is not added however long it presses; flat and
+    loaded it is added exactly ``add_hold`` after the conditions start, not before; a
+    light touch (below ``add_force``) restarts the hold."""
+    from biped_contact_sim.control.contact_set import ContactTransitions
+
+    tr = ContactTransitions(["lf", "rf", "lh"], add_force=1.0, surfaces={"lh": (0.05, 0.04)},
+                            add_cop_fraction=0.6, add_hold=0.03)
+    feet = {"lf": np.array([0, 0, 200.0, 0, 0, 0]), "rf": np.array([0, 0, 200.0, 0, 0, 0])}
+    req = ("lf", "rf", "lh")
+    tr.update(0.0, ("lf", "rf"), feet)
+    edge = np.array([0.0, 0.0, 10.0, 0.0, -0.045 * 10.0, 0.0])  # CoP x = −τ_y/f_z = 4.5 cm
+    for k in range(100):
+        assert tr.update(0.001 * (k + 1), req, {**feet, "lh": edge}) == ("lf", "rf")
+    flat = np.array([0.0, 0.0, 10.0, 0.01 * 10.0, 0.0, 0.0])  # CoP y = 1 cm
+    t0 = 0.2
+    light = np.array([0.0, 0.0, 0.5, 0.0, 0.0, 0.0])
+    for k in range(29):
+        assert "lh" not in tr.update(t0 + 0.001 * k, req, {**feet, "lh": flat})
+    assert "lh" not in tr.update(t0 + 0.029, req, {**feet, "lh": light})  # restarts
+    t1 = t0 + 0.03
+    for k in range(30):
+        assert "lh" not in tr.update(t1 + 0.001 * k, req, {**feet, "lh": flat})
+    assert tr.update(t1 + 0.030, req, {**feet, "lh": flat}) == req
+
+
+def test_reach_over_a_table_edge_and_arm_posture(robot):
+    """``lean_on_table``'s reach: the palm's height is at its target after the first 60 % of
+    the reach (``REACH_RISE``) and the palm's front edge is over the table only above its
+    top; velocities and accelerations are the central differences of the positions. The arm
+    postures of the palm on the table (``arm_posture``, the body at q0 translated by the
+    pre-lean and by the lean) put the palm frame at its target (forward kinematics, 1e-6),
+    within the joint limits, every other joint as at q0. (At q0 itself the table point is out
+    of the arm's reach.)"""
+    from biped_contact_sim.control.lean_on_table import PALM_HALF_LENGTH, REACH_RISE
+    from biped_contact_sim.control.multicontact import PRESS, arm_posture
+
+    q0 = robot.standing_configuration()
+    beh = make_behavior("lean_on_table", robot, q0)
+    p = beh.params
+    front_edge = 0.30  # world lean_on_table
+    h = 1e-5
+    for t in np.linspace(0.0, p.reach_time, 301):
+        ref = beh.reference(t).feet["left_hand"]
+        if ref.p[0] + PALM_HALF_LENGTH > front_edge:
+            assert ref.p[2] > p.table_height
+        if 2 * h < t < p.reach_time - 2 * h:
+            a, b = beh.reference(t - h).feet["left_hand"], beh.reference(t + h).feet["left_hand"]
+            assert np.allclose((b.p - a.p) / (2 * h), ref.v, atol=1e-6)
+            assert np.allclose((b.v - a.v) / (2 * h), ref.a, atol=1e-4)
+    top = beh.reference(REACH_RISE[0] * p.reach_time).feet["left_hand"].p[2]
+    assert abs(top - (p.table_height + 0.03)) < 1e-12
+    palm = robot.model.getFrameId("l_palm")
+    target = beh.table_point - np.array([0.0, 0.0, PRESS])
+    arm = [k for k, n in enumerate(robot.actuated_joint_names) if n.startswith("l_")
+           and n.split("_")[1] in ("shoulder", "elbow", "wrist")]
+    rest = [k for k in range(robot.n_joints) if k not in arm]
+    data = robot.create_data()
+    # the behaviour's postures: the body pre-leaned (landing) and leaned
+    for shift, qj in ((p.pre_lean, beh.q_on_table), (p.lean, beh.q_leaned),
+                      (p.pre_lean, arm_posture(robot, q0, palm, "l", target, np.eye(3),
+                                               shift=np.array([p.pre_lean, 0.0, 0.0])))):
+        q = q0.copy()
+        q[0] += shift
+        q[robot.q_idx] = qj
+        pin.framesForwardKinematics(robot.model, data, q)
+        assert np.linalg.norm(data.oMf[palm].translation - target) < 1e-6
+        assert np.linalg.norm(pin.log3(data.oMf[palm].rotation)) < 1e-6
+        assert (qj >= robot.q_lower - 1e-12).all() and (qj <= robot.q_upper + 1e-12).all()
+        assert np.array_equal(qj[rest], q0[robot.q_idx][rest])
