@@ -30,5 +30,5 @@ def test_lean_on_table_catches_the_lean_and_pushes_the_box_off(model):
     assert beh.com0[0] + beh.params.lean > 0.13
     last = result.samples[-1]
     assert last.info["stance"] == ("left_foot", "right_foot", "left_hand")
-    hand = [f for f in last.obs.feet if f.name == "left_hand"][0]
+    hand = next(f for f in last.obs.feet if f.name == "left_hand")
     assert hand.normal_force > beh.params.hand_load
