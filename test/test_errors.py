@@ -16,8 +16,9 @@ def test_unknown_names_list_the_valid_ones():
                        r"acceleration_lcp, gauss_seidel, penalty_fl, spring_damper, time_stepping"):
         make_contact_model("foobar")
     with pytest.raises(ConfigError,
-                       match="ball, box_push, box_stack, drop, fall, planar_walk, plate, push, "
-                             "ramp, stand, step, sway, walk"):
+                       match="ball, box_push, box_stack, drop, fall, lean_on_table, "
+                             "multicontact, planar_walk, plate, push, ramp, stand, step, sway, "
+                             "walk"):
         get_scenario("walk_on_moon")
     with pytest.raises(ConfigError, match="semi_implicit_euler, rk4"):
         SimSettings(integrator="verlet")

@@ -570,8 +570,8 @@ def test_reach_over_a_table_edge_and_arm_posture(robot):
     pre-lean and by the lean) put the palm frame at its target (forward kinematics, 1e-6),
     within the joint limits, every other joint as at q0. (At q0 itself the table point is out
     of the arm's reach.)"""
-    from biped_contact_sim.control.lean_on_table import PALM_HALF_LENGTH, REACH_RISE
-    from biped_contact_sim.control.multicontact import PRESS, arm_posture
+    from biped_contact_sim.control.lean_on_table import PALM_HALF_LENGTH
+    from biped_contact_sim.control.multicontact import PRESS, REACH_RISE, arm_posture
 
     q0 = robot.standing_configuration()
     beh = make_behavior("lean_on_table", robot, q0)

@@ -28,7 +28,7 @@ from numba import njit
 
 from biped_contact_sim import control as control_layer
 from biped_contact_sim.cli.progress import progress_bar
-from biped_contact_sim.cli.world_metrics import object_metrics
+from biped_contact_sim.cli.world_metrics import multicontact_metrics, object_metrics
 from biped_contact_sim.contact import make_contact_model
 from biped_contact_sim.contact.base import Stats, positive
 from biped_contact_sim.control import Controller, Measurement
@@ -477,9 +477,10 @@ class Run:
             result.warnings.append(result.error)
         if result.scenario.biped and not result.metrics:
             result.metrics = biped_metrics(result)
-        objects = object_metrics(result)
-        if objects:
-            result.metrics["objects"] = objects
+        for key, figures in (("objects", object_metrics(result)),
+                             ("multicontact", multicontact_metrics(result))):
+            if figures:
+                result.metrics[key] = figures
         return result
 
 

@@ -1,4 +1,5 @@
-"""Whole-run figures of a world's free objects (``summary.json`` ``metrics.objects``).
+"""Whole-run figures of a world's free objects (``summary.json`` ``metrics.objects``) and of
+multi-contact behaviours (``metrics.multicontact``).
 
 For each free object of the world (``sim.world.objects``), from the recorded samples:
 
@@ -45,4 +46,49 @@ def object_metrics(result) -> dict[str, Any]:
     return out
 
 
-__all__ = ["FELL", "ON_SUPPORT", "object_metrics"]
+def multicontact_metrics(result) -> dict[str, Any]:
+    """The acceptance figures of a behaviour that declares ``steady_phases`` ([(t_a, t_b)])
+    and ``force_phase`` ((t_a, t_b, body, F_ref)) (``multicontact``), from the controller's
+    diagnostics of the recorded samples; {} otherwise:
+
+    * ``transitions``: the supports in the order the controller went through them;
+    * in the steady phases, the largest |tension| and |normal moment| of the measured internal
+      forces (``f_int``, rows ``tension_*`` and ``m_n_*``; the paper's F_int,ref = 0) and the
+      largest distance of a measured CoP from its reference (``cops``, ``cop_refs``);
+    * in the force phase, the largest |F − F_ref| of the body's measured normal force
+      (infinite if it had none: off its surface).
+    """
+    behavior = result.behavior
+    phases = getattr(behavior, "steady_phases", None)
+    if not phases or not result.samples:
+        return {}
+    supports: list = []
+    tension = moment = cop = 0.0
+    force_error = 0.0
+    force_phase = getattr(behavior, "force_phase", None)
+    for smp in result.samples:
+        info, t = smp.info, smp.step.t
+        stance = info.get("stance")
+        if stance is not None and (not supports or supports[-1] != list(stance)):
+            supports.append(list(stance))
+        if any(a <= t < b for a, b in phases) and "f_int" in info:
+            labels, f = info["f_int_labels"], np.asarray(info["f_int"])
+            ten = [k for k, lab in enumerate(labels) if lab.startswith("tension_")]
+            mom = [k for k, lab in enumerate(labels) if lab.startswith("m_n_")]
+            tension = max(tension, float(np.abs(f[ten]).max()))
+            moment = max(moment, float(np.abs(f[mom]).max()))
+            d = np.linalg.norm(np.asarray(info["cops"]) - np.asarray(info["cop_refs"]), axis=1)
+            cop = max(cop, float(np.nanmax(d)))
+        if force_phase is not None and force_phase[0] <= t < force_phase[1]:
+            _, F_meas, _ = info.get("force_tasks", {}).get(force_phase[2], (0, np.nan, 0))
+            # no measurement (the body off its surface) counts as an infinite error
+            error = abs(F_meas - force_phase[3]) if np.isfinite(F_meas) else np.inf
+            force_error = max(force_error, float(error))
+    out = {"transitions": supports, "steady_tension_max_N": tension,
+           "steady_normal_moment_max_Nm": moment, "steady_cop_error_max_m": cop}
+    if force_phase is not None:
+        out[f"{force_phase[2]}_force_error_max_N"] = force_error
+    return out
+
+
+__all__ = ["FELL", "ON_SUPPORT", "multicontact_metrics", "object_metrics"]

@@ -160,18 +160,26 @@ def blend_released(released: tuple, target, t: float, duration: float):
 
 
 def unloading_reference(targets: dict[int, np.ndarray], W_com: np.ndarray, W_int: np.ndarray,
-                        f_task: np.ndarray, f_int_ref: np.ndarray) -> np.ndarray:
+                        f_task: np.ndarray, f_int_ref: np.ndarray,
+                        free: np.ndarray | None = None) -> np.ndarray:
     """Internal-force reference closest to ``f_int_ref`` whose wrenches give each unloading
     contact k its target w_k* (world, about its anchor): with G = [W_com; W_int] and E_k the
     rows of G⁻¹ of contact k, E_k [F_com; F_int] = w_k*, F_com = W_com f_task the resultant the
-    tasks command (Sentis et al. eqs. 13, 47); least-norm change of F_int."""
+    tasks command (Sentis et al. eqs. 13, 47); least-norm change of the rows ``free`` of F_int
+    (all if None; the controller: the tensions, out-of-plane forces and the unloading bodies'
+    own moments, so that the other contacts' CoPs stay at their references — a least-norm
+    change of every row moves a palm's CoP to its edge as the other hand lets go)."""
     G = np.vstack([W_com, W_int])
     rows = np.concatenate([np.arange(6 * k, 6 * k + 6) for k in targets])
     E = np.linalg.solve(G.T, np.eye(len(G))[:, rows]).T  # rows of G⁻¹
     E_c, E_i = E[:, :6], E[:, 6:]
     w_star = np.concatenate([targets[k] for k in targets])
     r = w_star - np.dot(E_c, np.dot(W_com, f_task)) - np.dot(E_i, f_int_ref)
-    return f_int_ref + np.dot(np.linalg.pinv(E_i), r)
+    if free is None:
+        return f_int_ref + np.dot(np.linalg.pinv(E_i), r)
+    out = np.array(f_int_ref, float)
+    out[free] += np.dot(np.linalg.pinv(E_i[:, free]), r)
+    return out
 
 
 def no_slip_reference(contacts, rotations: np.ndarray, W_com: np.ndarray, W_int: np.ndarray,

@@ -200,7 +200,15 @@ class InternalForces:
         unloading = self._unloading_targets(t, stance, f_task, f0, D, tau_prev)
         alpha = None
         if unloading:
-            f_int_ref = unloading_reference(unloading, W_com, W_int, f_task, f_int_ref)
+            # free: every tension and out-of-plane force, and the unloading bodies' own
+            # moments; the other contacts' CoPs and normal moments stay at their references
+            names = [stance[k] for k in unloading]
+            own = np.array([k for k, label in enumerate(labels)
+                            if not label.startswith("m_")
+                            or any(label.endswith(f"_{name}") or f"_{name}_" in label
+                                   for name in names)], dtype=np.int64)
+            f_int_ref = unloading_reference(unloading, W_com, W_int, f_task, f_int_ref,
+                                            free=own if len(own) else None)
         elif s.load_share and n_s == 2:
             centres = [origins[k] + np.dot(rotations[k], self._sole_centre[b.name])
                        for k, b in enumerate(bodies)]

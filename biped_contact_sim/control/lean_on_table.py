@@ -46,6 +46,7 @@ from biped_contact_sim.control.multicontact import (
     FEET,
     HANDS,
     PRESS,
+    REACH_RISE,
     _move,
     _sigma,
     arm_posture,
@@ -54,9 +55,8 @@ from biped_contact_sim.control.multicontact import (
 
 _ZERO3 = np.zeros(3)
 PALM_HALF_LENGTH = 0.05
-# (height's share, start of the horizontal move) of the hands' moves from below the table top
-# (``multicontact._move``): the palms clear the table's front edge.
-REACH_RISE = (0.6, 0.0)
+# the right hand's move behind the object (``multicontact._move``, ``REACH_RISE``): its
+# horizontal move starts late, or its palm touches the table's front edge
 APPROACH_RISE = (0.5, 0.3)  # the humanoid's palm: 0.10 × 0.08 m (config/humanoid.yaml)
 
 

@@ -47,6 +47,11 @@ from biped_contact_sim.errors import ConfigError
 FEET = ("left_foot", "right_foot")
 HANDS = ("left_hand", "right_hand")
 APPROACH, PRESS = 0.03, 0.005  # above the table before landing; into a surface when landing
+# (height's share, start of the horizontal move) of the hands' moves from below a table top
+# (``_move``): the palms clear the table's front edge; off the table towards the panel, the
+# palm rises before it turns far enough to dig its edge into the table.
+REACH_RISE = (0.6, 0.0)
+PANEL_RISE = (0.3, 0.0)
 
 
 def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
@@ -83,6 +88,10 @@ class MultiContactParams:
         panel_z: z of the right palm's point on the panel [m].
         panel_force: normal force of the right hand on the panel [N].
         lean: CoM shift towards the table in four-contact support [m].
+        pre_lean: CoM shift forward during the reach, on the feet (their CoPs under it) [m]:
+            the table is out of the arms' reach from q0.
+        lean_y: CoM shift towards the left hand during the lean [m]: with the right hand
+            gone, zero internal forces then load the three contacts nearly vertically.
         reach_time: duration of the hands' reach [s].
         land_time: duration of the hands' descent onto the table [s].
         settle: pause before the lean [s].
@@ -98,17 +107,19 @@ class MultiContactParams:
         com_period: period of the CoM's vertical sinusoid [s].
     """
 
-    table_height: float = 0.95
-    table_x: float = 0.40
+    table_height: float = 0.85
+    table_x: float = 0.32
     hand_y: float = 0.22
     panel_y: float = -0.50
     panel_x: float = 0.25
     panel_z: float = 1.0
     panel_force: float = 60.0
     lean: float = 0.04
-    reach_time: float = 1.5
+    pre_lean: float = 0.05
+    lean_y: float = 0.05
+    reach_time: float = 2.5
     land_time: float = 0.5
-    settle: float = 0.5
+    settle: float = 1.0
     lean_time: float = 1.0
     release_time: float = 0.6
     to_panel_time: float = 1.5
@@ -127,7 +138,7 @@ class MultiContactParams:
                 _check(f.name, value, 0.0, 60.0)
             elif f.name in ("panel_force",):
                 _check(f.name, value, 0.0, 500.0, lo_open=False)
-            elif f.name in ("lean", "slide_amplitude", "com_amplitude"):
+            elif f.name in ("lean", "pre_lean", "lean_y", "slide_amplitude", "com_amplitude"):
                 _check(f.name, value, -0.2, 0.2, lo_open=False)
             else:
                 _check(f.name, value, -2.0, 2.0, lo_open=False)
@@ -244,6 +255,39 @@ class MultiContactBehavior(Behavior):
         self.t_press = self.t_touch + p.touch_time
         self.t_slide = self.t_press + p.press_time
         self.duration = self.t_slide + p.slide_time
+        # steady phases of the acceptance figures (``cli.world_metrics``): four contacts after
+        # most of the lean, three contacts while sliding; the force task's slide
+        self.steady_phases = ((self.t_lean + 0.7 * p.lean_time, self.t_release),
+                              (self.t_slide + 0.2, self.duration))
+        self.force_phase = (self.t_slide + 0.2, self.duration, "right_hand", p.panel_force)
+        self.t_settle = self.t_land + p.land_time
+        # x of the sole frames at q0 (the feet's CoPs under the CoM while it pre-leans) and
+        # the soles' centres in their frames (the CoP references once the hands carry load)
+        self.sole_x = {n: float(data.oMf[names[n].frame_id].translation[0]) for n in FEET}
+        self.sole_centre = {n: 0.5 * (names[n].offsets.min(axis=0) + names[n].offsets.max(
+            axis=0))[:2] for n in FEET}
+        # posture references (``arm_posture``): both palms on the table with the body
+        # pre-leaned and leaned; the right palm on the panel
+        shift = np.array([p.pre_lean, 0.0, 0.0])
+        leaned = shift + np.array([p.lean, p.lean_y, 0.0])
+        pressed = {n: self.table[n] - np.array([0.0, 0.0, PRESS]) for n in HANDS}
+        self.q_on_table = self._both_arms(robot, names, pressed, shift)
+        self.q_leaned = self._both_arms(robot, names, pressed, leaned)
+        self.q_panel = arm_posture(robot, self._with(robot, self.q_leaned),
+                                   names["right_hand"].frame_id, "r", self.panel_point,
+                                   self.facing_panel, shift=leaned)
+
+    def _with(self, robot, q_joints: np.ndarray) -> np.ndarray:
+        q = self.q0.copy()
+        q[robot.q_idx] = q_joints
+        return q
+
+    def _both_arms(self, robot, names, pressed: dict, shift: np.ndarray) -> np.ndarray:
+        q = self.q0
+        for n, side in zip(HANDS, ("l", "r"), strict=True):
+            q = self._with(robot, arm_posture(robot, q, names[n].frame_id, side, pressed[n],
+                                              self.level, shift=shift))
+        return q[robot.q_idx].copy()
 
     def stance_at(self, t: float) -> tuple[str, ...]:
         """Feet; both hands from the landing; the left hand only from the release."""
@@ -260,13 +304,14 @@ class MultiContactBehavior(Behavior):
         pressed = self.table[name] - np.array([0.0, 0.0, PRESS])
         if t < self.t_land or name == "left_hand" or t < self.t_move:
             if t < self.t_land:
-                return _move(t, 0.0, p.reach_time, p0, above, R0, self.level)
+                return _move(t, 0.0, p.reach_time, p0, above, R0, self.level,
+                             rise=REACH_RISE)
             return _move(t, self.t_land, p.land_time, above, pressed, self.level, self.level)
         off = self.panel_point + np.array([0.0, 0.02, 0.0])
         into = self.panel_point - np.array([0.0, PRESS, 0.0])
         if t < self.t_touch:
             return _move(t, self.t_move, p.to_panel_time, pressed, off, self.level,
-                         self.facing_panel)
+                         self.facing_panel, rise=PANEL_RISE)
         if t < self.t_press:
             return _move(t, self.t_touch, p.touch_time, off, into, self.facing_panel,
                          self.facing_panel)
@@ -284,10 +329,13 @@ class MultiContactBehavior(Behavior):
         """Stance, CoM, hand targets (module docstring)."""
         p = self.params
         t = max(float(t), 0.0)
+        s0, ds0, dds0 = _sigma(t / p.reach_time)
         s, ds, dds = _sigma((t - self.t_lean) / p.lean_time)
-        com = self.com0 + np.array([p.lean * s, 0.0, 0.0])
-        vel = np.array([p.lean * ds / p.lean_time, 0.0, 0.0])
-        acc = np.array([p.lean * dds / p.lean_time ** 2, 0.0, 0.0])
+        lean = np.array([p.lean, p.lean_y, 0.0])
+        com = self.com0 + np.array([p.pre_lean * s0, 0.0, 0.0]) + s * lean
+        vel = np.array([p.pre_lean * ds0 / p.reach_time, 0.0, 0.0]) + ds / p.lean_time * lean
+        acc = np.array([p.pre_lean * dds0 / p.reach_time ** 2, 0.0, 0.0]) \
+            + dds / p.lean_time ** 2 * lean
         if t > self.t_slide:
             w = 2 * np.pi / p.com_period
             tau = t - self.t_slide
@@ -295,8 +343,23 @@ class MultiContactBehavior(Behavior):
             vel[2] = -p.com_amplitude * w * np.sin(w * tau)
             acc[2] = -p.com_amplitude * w * w * np.cos(w * tau)
         hands = {n: self._hand(n, t) for n in HANDS}
+        # The feet's CoPs under the CoM while it pre-leans on them (a quasi-static ZMP); back
+        # to the soles' centres in the second half of the settle, the hands loaded by then.
+        x = self.com0[0] + p.pre_lean * s0
+        back = _sigma((t - self.t_settle - 0.5 * p.settle) / (0.5 * p.settle))[0]
+        cop = {n: (1 - back) * np.array([x - self.sole_x[n], 0.0]) + back * self.sole_centre[n]
+               for n in FEET}
+        # postures: the arms towards the table with the hands, then leaned; the right arm
+        # towards the panel with its hand
+        if t < self.t_land:
+            posture = self.q_joints + s0 * (self.q_on_table - self.q_joints)
+        else:
+            posture = self.q_on_table + s * (self.q_leaned - self.q_on_table)
+        if t >= self.t_move:
+            sp = _sigma((t - self.t_move) / p.to_panel_time)[0]
+            posture = posture + sp * (self.q_panel - posture)
         return Reference(stance=self.stance_at(t), com=com, com_vel=vel, com_acc=acc,
-                         feet=hands, q_joints=self.q_joints)
+                         feet=hands, q_joints=posture, cop=cop)
 
 
 __all__ = ["MultiContactBehavior", "MultiContactParams", "arm_posture"]

@@ -407,6 +407,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         initial_state=_standing_state, contact_defaults=_GEOMETRY_CONTACT, controller="wbc",
         biped=True, behavior="lean_on_table", world="lean_on_table",
         controller_defaults={"wbc": _HAND_TRANSITIONS}),
+    Scenario(
+        "multicontact", "Humanoid from two to four to three contacts: both palms on a table, "
+        "then the right palm pressing 60 N on a side panel while sliding, CoM vertical "
+        "sinusoid (Sentis et al. Fig. 6; world multicontact).", "humanoid", duration=None,
+        dt=1e-3, params={"mu": Param(0.8, "friction coefficient", lo=0.0)},
+        initial_state=_standing_state, contact_defaults=_GEOMETRY_CONTACT, controller="wbc",
+        biped=True, behavior="multicontact", world="multicontact",
+        controller_defaults={"wbc": _HAND_TRANSITIONS}),
 )}
 
 
