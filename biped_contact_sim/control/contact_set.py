@@ -168,18 +168,22 @@ def unloading_reference(targets: dict[int, np.ndarray], W_com: np.ndarray, W_int
     tasks command (Sentis et al. eqs. 13, 47); least-norm change of the rows ``free`` of F_int
     (all if None; the controller: the tensions, out-of-plane forces and the unloading bodies'
     own moments, so that the other contacts' CoPs stay at their references — a least-norm
-    change of every row moves a palm's CoP to its edge as the other hand lets go)."""
+    change of every row moves a palm's CoP to its edge as the other hand lets go). Where those
+    rows cannot meet the targets (to 1 % of their norm: statics needs the other CoPs to move,
+    a hand leaving two feet that stand off the CoM), every row is freed."""
     G = np.vstack([W_com, W_int])
     rows = np.concatenate([np.arange(6 * k, 6 * k + 6) for k in targets])
     E = np.linalg.solve(G.T, np.eye(len(G))[:, rows]).T  # rows of G⁻¹
     E_c, E_i = E[:, :6], E[:, 6:]
     w_star = np.concatenate([targets[k] for k in targets])
     r = w_star - np.dot(E_c, np.dot(W_com, f_task)) - np.dot(E_i, f_int_ref)
-    if free is None:
-        return f_int_ref + np.dot(np.linalg.pinv(E_i), r)
-    out = np.array(f_int_ref, float)
-    out[free] += np.dot(np.linalg.pinv(E_i[:, free]), r)
-    return out
+    if free is not None:
+        out = np.array(f_int_ref, float)
+        out[free] += np.dot(np.linalg.pinv(E_i[:, free]), r)
+        residual = r - np.dot(E_i[:, free], out[free] - f_int_ref[free])
+        if np.dot(residual, residual) <= 1e-4 * max(np.dot(w_star, w_star), 1.0):
+            return out
+    return f_int_ref + np.dot(np.linalg.pinv(E_i), r)
 
 
 def no_slip_reference(contacts, rotations: np.ndarray, W_com: np.ndarray, W_int: np.ndarray,
