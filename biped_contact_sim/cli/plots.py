@@ -7,6 +7,7 @@
 * bipeds — per-vertex gaps and normal forces (Fig. 12 and 13), ε = 0 against ε = 10⁻⁶ m for
   ``penalty_fl`` on ``stand`` (Fig. 13 and 14), force and centroidal ZMP with the support
   polygon;
+* ``multicontact`` — Sentis et al. Fig. 6 (``plots_multicontact``);
 * every scenario — the mechanical energy.
 
 The paper figures need runs with other settings than the user's; ``make_plots`` makes them
@@ -30,6 +31,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MultipleLocator, NullFormatter, NullLocator, ScalarFormatter
 
+from biped_contact_sim.cli.plots_multicontact import multicontact_figure
 from biped_contact_sim.cli.runner import RunResult, fidelity_residuals, run
 from biped_contact_sim.control.feasibility import robot_stability_cloud
 from biped_contact_sim.record.recorder import base_motion
@@ -84,6 +86,8 @@ def make_plots(result: RunResult, out_dir: Path, extra_runs: bool = False) -> li
         paths += _biped_plots(result, plot_dir, extra_runs)
     if result.behavior is not None:
         paths += _controller_plots(result, plot_dir)
+    if getattr(result.behavior, "steady_phases", None):  # multicontact: Sentis et al. Fig. 6
+        paths.append(multicontact_figure(result, plot_dir / "multicontact_fig6.png"))
     paths.append(_energy_plot(result, plot_dir))
     return paths
 
