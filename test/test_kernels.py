@@ -57,6 +57,14 @@ def test_step_terms_equal_the_reference_terms(name, slope):
         idx = np.arange(0, m, 2)
         for got, want in zip(state.delassus(idx), dense.delassus(idx), strict=True):
             assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
+        # without the drift: the same floating-point result as b − γ_c (velocity models)
+        G, b = state.delassus(idx)
+        Gv, bv = state.delassus(idx, drift=False)
+        rows = (3 * idx[:, None] + np.arange(3)).ravel()
+        assert np.array_equal(Gv, G) and np.array_equal(bv, b - state.gamma_c[rows])
+        for got, want in zip(state.delassus(idx, False), dense.delassus(idx, False),
+                             strict=True):
+            assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
         f = rng.standard_normal((m, 3))
         assert np.allclose(state.contact_acceleration(f), dense.contact_acceleration(f),
                            rtol=1e-9, atol=1e-9)
