@@ -227,14 +227,25 @@ class Observer:
     def _ground_support(self, c, fn: np.ndarray, active: np.ndarray, compiled: bool):
         """ZMP (the CoP of the ground contacts) or None with the reason, whether it lies in the
         support polygon, and that polygon (the hull of the ground points carrying force):
-        ``observe_geometry``'s, by the compiled hull and point test or by numpy."""
+        ``observe_geometry``'s, by the compiled ``ground_support`` or by numpy."""
+        if compiled:
+            zmp, polygon, code, inside = ground_support(c.p2, fn, active, c.on_ground,
+                                                        self.terrain.R, self._origin,
+                                                        self.min_normal_force)
+            if code == 0:
+                return zmp, None, bool(inside), polygon
+            if code == 2:
+                return None, "no ground contact carrying force", None, polygon
+            carrying = active & (fn > 0)
+            names = sorted({c.joint_names[j] for j in c.body1[carrying & ~c.on_ground]})
+            return None, ("support not coplanar: contacts off the ground plane on "
+                          + ", ".join(names)), None, polygon
         carrying = active & (fn > 0)
         ground = carrying & c.on_ground
         zmp, reason, in_support = None, None, None
         polygon = np.zeros((0, 2))
-        hull, inside = (hull_2d, in_polygon) if compiled else (convex_hull, point_in_polygon)
         if ground.any():
-            polygon = hull(self.terrain.to_contact(c.p2[ground])[:, :2])
+            polygon = convex_hull(self.terrain.to_contact(c.p2[ground])[:, :2])
         if (carrying & ~c.on_ground).any():
             names = sorted({c.joint_names[j] for j in c.body1[carrying & ~c.on_ground]})
             reason = "support not coplanar: contacts off the ground plane on " + ", ".join(names)
@@ -242,7 +253,8 @@ class Observer:
             reason = "no ground contact carrying force"
         else:
             zmp = (fn[ground] @ c.p2[ground]) / fn[ground].sum()
-            in_support = bool(inside(self.terrain.to_contact(zmp[None])[0, :2], polygon, 1e-6))
+            in_support = point_in_polygon(self.terrain.to_contact(zmp[None])[0, :2], polygon,
+                                          tol=1e-6)
         return zmp, reason, in_support, polygon
 
     def observe_geometry_reference(self, step: StepResult, q_prev: np.ndarray,
@@ -564,6 +576,57 @@ def geometry_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, 
             B[j, 4] += d2 * f0 - d0 * f2
             B[j, 5] += d0 * f1 - d1 * f0
     return W, normal, cop, B, side1, side2
+
+
+@njit(cache=True, error_model="numpy")
+def ground_support(p2, fn, active, on_ground, R, origin, min_normal_force):
+    """The support of geometry contacts (``Observer._ground_support``, its numpy reference):
+    the contacts carrying force (active, f_n > 0) on the ground plane, their hull in surface
+    coordinates ``Rᵀ(p₂ − o)`` (``hull_2d``), and a code: 1 when a contact carrying force is off
+    the ground plane, else 2 when the ground's Σ f_n < ``min_normal_force``, else 0 with the
+    ZMP ``Σ f_n p₂ / Σ f_n`` and whether it lies in the hull (``in_polygon``, tol 1e-6).
+
+    Returns:
+        zmp (3,) (NaN unless code 0), hull (k, 2), code, inside (−1 unless code 0).
+    """
+    m = p2.shape[0]
+    sel = np.zeros(m, dtype=np.bool_)
+    off = False
+    total = 0.0
+    z = np.zeros(3)
+    k = 0
+    for i in range(m):
+        if not (active[i] and fn[i] > 0.0):
+            continue
+        if on_ground[i]:
+            sel[i] = True
+            k += 1
+            total += fn[i]
+            for r in range(3):
+                z[r] += fn[i] * p2[i, r]
+        else:
+            off = True
+    local = np.empty((k, 2))
+    j = 0
+    for i in range(m):
+        if sel[i]:
+            d0, d1, d2 = p2[i, 0] - origin[0], p2[i, 1] - origin[1], p2[i, 2] - origin[2]
+            for c in range(2):
+                local[j, c] = d0 * R[0, c] + d1 * R[1, c] + d2 * R[2, c]
+            j += 1
+    hull = hull_2d(local)
+    zmp = np.full(3, np.nan)
+    if off:
+        return zmp, hull, 1, -1
+    if total < min_normal_force:
+        return zmp, hull, 2, -1
+    for r in range(3):
+        zmp[r] = z[r] / total
+    zl = np.empty(2)
+    d0, d1, d2 = zmp[0] - origin[0], zmp[1] - origin[1], zmp[2] - origin[2]
+    for c in range(2):
+        zl[c] = d0 * R[0, c] + d1 * R[1, c] + d2 * R[2, c]
+    return zmp, hull, 0, 1 if in_polygon(zl, hull, 1e-6) else 0
 
 
 @njit(cache=True, error_model="numpy")
