@@ -417,3 +417,62 @@ def test_closed_chain_on_captured_walk_states():
             np.testing.assert_allclose(got.lam[name], want.lam[name], rtol=0.0,
                                        atol=1e-10 * max(1.0, np.abs(want.lam[name]).max()))
     assert double > 10
+
+
+def test_internal_force_law_against_reference():
+    """The end of the wbc internal-force law (load-share tension, measured internal forces,
+    PI with its clamped integral, Γ_int): compiled equals numpy to 1e-10 on random problems,
+    with and without a measurement, tension, PI and torques."""
+    from biped_contact_sim.control.internal_forces import internal_force_law_reference
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        m, n, nj = (6, 12, 14) if trial % 2 else (9, 18, 14)
+        W_int, D = rng.normal(size=(m, n)), rng.normal(size=(n, nj))
+        G = np.linalg.qr(rng.normal(size=(nj, 8)))[0]
+        T = G.copy()
+        f_task, F_meas = rng.normal(size=n) * 50.0, rng.normal(size=n) * 50.0
+        has_meas, pi_on, torques_on = trial % 3 != 0, trial % 5 != 0, trial % 7 != 0
+        f_int_ref = rng.normal(size=m) * 10.0
+        tension = 0.0 if trial % 4 == 0 else float(rng.uniform(-1, 1))
+        integral = rng.normal(size=m) * 30.0
+        args = (W_int, D, G, T, f_task, F_meas if has_meas else np.zeros(0), has_meas, f_int_ref,
+                tension)
+        tail = (1e-3 * trial % 0.7, 0.02, 50.0, pi_on, torques_on)
+        i_got, i_want = integral.copy(), integral.copy()
+        got = kernels.internal_force_law(*args, i_got, *tail)
+        want = internal_force_law_reference(*args, i_want, *tail)
+        assert got[0] == want[0]
+        np.testing.assert_allclose(i_got, i_want, rtol=0.0, atol=1e-10)
+        assert not (has_meas and pi_on) or np.abs(i_got).max() <= 50.0  # clamped
+        for g, w in zip(got[1:], want[1:], strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=0.0,
+                                       atol=1e-10 * max(1.0, np.abs(w).max(initial=0.0)))
+
+
+@pytest.mark.parametrize("scenario", ["stand", "walk"])
+def test_internal_force_law_along_a_wbc_run(scenario):
+    """A wbc controller with the compiled law and a twin with its numpy form, fed the same
+    measurements along a run (the twin's integral follows its own law): the same torques and
+    internal forces to 1e-10."""
+    from biped_contact_sim.cli.runner import build
+
+    _, _, _, sim, _, control, *_ = build(scenario, "penalty_fl", "wbc",
+                                         sets={"contacts": "points"})
+    twin = build(scenario, "penalty_fl", "wbc", sets={"contacts": "points"})[5]
+    twin.controller.internal.compiled = False
+    checked = 0
+    for _ in range(800):
+        twin.wrenches = control.wrenches
+        tau, tau_ref = control(sim.t, sim.q, sim.v), twin(sim.t, sim.q, sim.v)
+        np.testing.assert_allclose(tau, tau_ref, rtol=0.0,
+                                   atol=1e-10 * max(1.0, np.abs(tau_ref).max()))
+        for key in ("f_int_ref", "f_int_cmd", "f_int", "int_integral"):
+            if control.info.get(key) is not None:
+                np.testing.assert_allclose(control.info[key], twin.info[key], rtol=0.0,
+                                           atol=1e-9, equal_nan=True)
+                checked += 1
+        q_prev = sim.q
+        control.observe(q_prev, sim.step(tau))
+    assert checked > 1000  # the law ran, with measurements, all along

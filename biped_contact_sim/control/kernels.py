@@ -351,6 +351,48 @@ def internal_force_torques(W_int, D, G, T, f_int_cmd, f_task):  # pragma: no cov
 
 
 @njit(cache=True)
+def internal_force_law(W_int, D, G, T, f_task, F_meas, has_meas, f_int_ref, tension,
+                       integral, kp_int, ki_dt, int_limit, pi_on,
+                       torques_on):  # pragma: no cover - compiled
+    """The end of ``control.internal_forces.InternalForces.command`` (its numpy form,
+    ``command(..., compiled=False)``, is the reference) in one call: the load-share tension
+    ``f_int_ref[0] += tension · W_int[0, :3]·(f_task[0:3] + f_task[6:9])``, the measured
+    internal forces ``W_int F_meas`` (when ``has_meas``), the PI law (``pi_on``; the integral
+    updated in place, ``ki_dt`` = k_i dt, clamped to ±``int_limit``) and Γ_int
+    (``internal_force_torques``, when ``torques_on``).
+
+    Returns:
+        (ok, Γ_int, f_int_ref, f_int_cmd, f_int_meas): ok False where the reference takes the
+        SVD pseudo-inverse (Γ_int then zeros); f_int_meas empty without a measurement.
+    """
+    m = W_int.shape[0]
+    ref = f_int_ref.copy()
+    if tension != 0.0:
+        s = 0.0
+        for c in range(3):
+            s += W_int[0, c] * (f_task[c] + f_task[6 + c])
+        ref[0] += tension * s
+    meas = np.zeros(m if has_meas else 0)
+    if has_meas:
+        for i in range(m):
+            s = 0.0
+            for c in range(W_int.shape[1]):
+                s += W_int[i, c] * F_meas[c]
+            meas[i] = s
+    cmd = ref.copy()
+    if has_meas and pi_on:
+        for i in range(m):
+            e = ref[i] - meas[i]
+            x = integral[i] + ki_dt * e
+            integral[i] = min(max(x, -int_limit), int_limit)
+            cmd[i] += kp_int * e + integral[i]
+    if not torques_on:
+        return True, np.zeros(0), ref, cmd, meas
+    ok, d_tau = internal_force_torques(W_int, D, G, T, cmd, f_task)
+    return ok, d_tau, ref, cmd, meas
+
+
+@njit(cache=True)
 def task_torques(B, G, D, f0, a0, j0, J_up, e_up, sizes, i_am, w_am, e_am, e_post, J_force,
                  F_force, rcond):  # pragma: no cover - compiled
     """Compiled ``control.linalg.task_torques`` (same arguments, j0 for U = rows j0: of v,
@@ -491,6 +533,7 @@ def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - comp
     return True, a_b, a_vi, Q, R
 
 
-__all__ = ["closed_chain", "constrained_space", "hermite", "internal_force_torques", "linkage",
+__all__ = ["closed_chain", "constrained_space", "hermite", "internal_force_law",
+           "internal_force_torques", "linkage",
            "point_rows", "prioritized", "sole_centre_allocation", "surface_resultant",
            "task_torques", "wrenches_at"]
