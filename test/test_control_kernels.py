@@ -357,3 +357,122 @@ def test_sole_centre_allocation_against_reference(rows):
             np.testing.assert_allclose(c, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
             lam = lam0 + null_basis @ c
             np.testing.assert_allclose(Jb.T @ lam, Jb.T @ lam0, atol=1e-10)
+
+
+@pytest.mark.parametrize(("k_rows", "nb", "nj"), [(12, 6, 14), (6, 3, 6), (18, 6, 14)])
+def test_closed_chain_against_reference(k_rows, nb, nj):
+    """ctc's closed-chain accelerations: the kernel equals the LAPACK reference to 1e-10 (v̇_b,
+    q̈_a, the complete Q and R), both refuse the same rank-deficient chains, and the result
+    meets J_s v̇ = −γ with q̈_a the closest to q̈_aᵈ (A(q̈_a − q̈_aᵈ) in the row space)."""
+    rng = np.random.default_rng(7)
+    nv = nb + nj
+    vi = np.arange(nb, nv, dtype=np.int64)
+    refused = 0
+    for trial in range(200):
+        Js = rng.normal(size=(k_rows, nv))
+        if trial % 10 == 1:  # J_b rank-deficient
+            Js[:, nb - 1] = Js[:, 0]
+        if trial % 10 == 2:  # J_a too: nothing left to the joints for one direction
+            Js[:, nb:] = 0.0
+        gamma, a_des = rng.normal(size=k_rows), rng.normal(size=nj)
+        got = kernels.closed_chain(Js, gamma, a_des, vi, nb, 1e-10)
+        want = la.closed_chain(Js, gamma, a_des, vi, nb, 1e-10)
+        assert got[0] == want[0]
+        if not want[0]:
+            refused += 1
+            continue
+        for g, w in zip(got[1:], want[1:], strict=True):
+            np.testing.assert_allclose(g, w, rtol=0.0, atol=1e-10 * max(1.0, np.abs(w).max()))
+        a = np.concatenate([got[1], got[2]])
+        np.testing.assert_allclose(Js @ a, -gamma, atol=1e-9)
+    assert refused >= 20  # both kinds of rank loss reached the fallback
+
+
+def test_closed_chain_on_captured_walk_states():
+    """constrained_inverse_dynamics with the compiled closed chain and with its reference give
+    the same v̇, τ and λ (1e-10) along a walk under ctc, single and double support."""
+    from biped_contact_sim.cli.runner import Run
+    from biped_contact_sim.control.ctc import constrained_inverse_dynamics
+
+    run = Run("walk", "penalty_fl", "ctc", duration=1.2, sets={"contacts": "points"})
+    ctl = run.control.controller
+    data = run.robot.create_data()
+    double = 0
+    while not run.done:
+        q, v = run.sim.q.copy(), run.sim.v.copy()
+        run.advance(7)
+        stance = ctl.behavior.stance_at(run.sim.t)
+        a_des = np.random.default_rng(run.k).normal(size=run.robot.n_joints)
+        def internal(lam0, null_basis):  # some internal wrench, through the basis Q_2
+            return null_basis.T @ np.linspace(-50.0, 50.0, len(lam0))
+
+        got, want = (constrained_inverse_dynamics(run.robot, data, q, v, a_des, stance,
+                                                  internal=internal, compiled=compiled)
+                     for compiled in (True, False))
+        double += len(stance) == 2
+        for g, w in ((got.a, want.a), (got.tau, want.tau), (got.null_basis, want.null_basis)):
+            np.testing.assert_allclose(g, w, rtol=0.0, atol=1e-10 * max(1.0, np.abs(w).max()))
+        assert got.constraint_residual == pytest.approx(want.constraint_residual, abs=1e-10)
+        for name in want.lam:
+            np.testing.assert_allclose(got.lam[name], want.lam[name], rtol=0.0,
+                                       atol=1e-10 * max(1.0, np.abs(want.lam[name]).max()))
+    assert double > 10
+
+
+def test_internal_force_law_against_reference():
+    """The end of the wbc internal-force law (load-share tension, measured internal forces,
+    PI with its clamped integral, Γ_int): compiled equals numpy to 1e-10 on random problems,
+    with and without a measurement, tension, PI and torques."""
+    from biped_contact_sim.control.internal_forces import internal_force_law_reference
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        m, n, nj = (6, 12, 14) if trial % 2 else (9, 18, 14)
+        W_int, D = rng.normal(size=(m, n)), rng.normal(size=(n, nj))
+        G = np.linalg.qr(rng.normal(size=(nj, 8)))[0]
+        T = G.copy()
+        f_task, F_meas = rng.normal(size=n) * 50.0, rng.normal(size=n) * 50.0
+        has_meas, pi_on, torques_on = trial % 3 != 0, trial % 5 != 0, trial % 7 != 0
+        f_int_ref = rng.normal(size=m) * 10.0
+        tension = 0.0 if trial % 4 == 0 else float(rng.uniform(-1, 1))
+        integral = rng.normal(size=m) * 30.0
+        args = (W_int, D, G, T, f_task, F_meas if has_meas else np.zeros(0), has_meas, f_int_ref,
+                tension)
+        tail = (1e-3 * trial % 0.7, 0.02, 50.0, pi_on, torques_on)
+        i_got, i_want = integral.copy(), integral.copy()
+        got = kernels.internal_force_law(*args, i_got, *tail)
+        want = internal_force_law_reference(*args, i_want, *tail)
+        assert got[0] == want[0]
+        np.testing.assert_allclose(i_got, i_want, rtol=0.0, atol=1e-10)
+        assert not (has_meas and pi_on) or np.abs(i_got).max() <= 50.0  # clamped
+        for g, w in zip(got[1:], want[1:], strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=0.0,
+                                       atol=1e-10 * max(1.0, np.abs(w).max(initial=0.0)))
+
+
+@pytest.mark.parametrize("scenario", ["stand", "walk"])
+def test_internal_force_law_along_a_wbc_run(scenario):
+    """A wbc controller with the compiled law and a twin with its numpy form, fed the same
+    measurements along a run (the twin's integral follows its own law): the same torques and
+    internal forces to 1e-10."""
+    from biped_contact_sim.cli.runner import build
+
+    _, _, _, sim, _, control, *_ = build(scenario, "penalty_fl", "wbc",
+                                         sets={"contacts": "points"})
+    twin = build(scenario, "penalty_fl", "wbc", sets={"contacts": "points"})[5]
+    twin.controller.internal.compiled = False
+    checked = 0
+    for _ in range(800):
+        twin.wrenches = control.wrenches
+        tau, tau_ref = control(sim.t, sim.q, sim.v), twin(sim.t, sim.q, sim.v)
+        np.testing.assert_allclose(tau, tau_ref, rtol=0.0,
+                                   atol=1e-10 * max(1.0, np.abs(tau_ref).max()))
+        for key in ("f_int_ref", "f_int_cmd", "f_int", "int_integral"):
+            if control.info.get(key) is not None:
+                np.testing.assert_allclose(control.info[key], twin.info[key], rtol=0.0,
+                                           atol=1e-9, equal_nan=True)
+                checked += 1
+        q_prev = sim.q
+        control.observe(q_prev, sim.step(tau))
+    assert checked > 1000  # the law ran, with measurements, all along

@@ -57,6 +57,14 @@ def test_step_terms_equal_the_reference_terms(name, slope):
         idx = np.arange(0, m, 2)
         for got, want in zip(state.delassus(idx), dense.delassus(idx), strict=True):
             assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
+        # without the drift: the same floating-point result as b − γ_c (velocity models)
+        G, b = state.delassus(idx)
+        Gv, bv = state.delassus(idx, drift=False)
+        rows = (3 * idx[:, None] + np.arange(3)).ravel()
+        assert np.array_equal(Gv, G) and np.array_equal(bv, b - state.gamma_c[rows])
+        for got, want in zip(state.delassus(idx, False), dense.delassus(idx, False),
+                             strict=True):
+            assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
         f = rng.standard_normal((m, 3))
         assert np.allclose(state.contact_acceleration(f), dense.contact_acceleration(f),
                            rtol=1e-9, atol=1e-9)
@@ -251,3 +259,99 @@ def test_observers_from_the_step_equal_the_reference(scenario, model):
         got = result.stats[key]
         assert (got.count, got.min, got.max) == (want.count, want.min, want.max), key
         assert got.sum == pytest.approx(want.sum, rel=1e-12, abs=1e-12), key
+
+
+def test_geometry_wrenches_kernel_equals_the_numpy_reference_on_random_problems():
+    """Sole and per-body wrenches of geometry contacts (a changing number of contacts, any
+    normals, bodies on either side, free objects after the robot's joints): compiled equals
+    numpy to 1e-10."""
+    from biped_contact_sim.sim.observables import geometry_wrenches, geometry_wrenches_reference
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        m, nj, n_robot, nb = int(rng.integers(0, 12)), 9, 7, int(rng.integers(1, 4))
+        body1 = rng.integers(1, nj, m)
+        body2 = rng.integers(0, nj, m)
+        p1, p2 = rng.standard_normal((m, 3)), rng.standard_normal((m, 3))
+        frames = np.array([np.linalg.qr(rng.standard_normal((3, 3)))[0] for _ in range(m)])
+        frames = frames.reshape(m, 3, 3)
+        fc = rng.standard_normal((m, 3)) * 50.0
+        placements = np.array([np.hstack([np.linalg.qr(rng.standard_normal((3, 3)))[0],
+                                          rng.standard_normal((3, 1))]) for _ in range(nj)])
+        body_joint = rng.integers(1, n_robot, nb).astype(np.int64)
+        sole = np.array([np.hstack([np.linalg.qr(rng.standard_normal((3, 3)))[0],
+                                    rng.standard_normal((3, 1))]) for _ in range(nb)])
+        args = (body1, body2, p1, p2, frames, fc, placements, body_joint, sole, n_robot, 1.0)
+        for got, want in zip(geometry_wrenches(*args), geometry_wrenches_reference(*args),
+                             strict=True):
+            assert got.shape == want.shape
+            assert np.allclose(got, want, rtol=0.0, atol=1e-10, equal_nan=True)
+
+
+@pytest.mark.parametrize(("scenario", "controller", "model"), [
+    ("walk", "ctc", "penalty_fl"), ("stand", "wbc", "gauss_seidel"),
+    ("box_stack", None, "gauss_seidel")])
+def test_geometry_observers_from_the_step_equal_the_reference(scenario, controller, model):
+    """Geometry contacts: the observation and the closed loop's sole wrenches from the step's
+    joint placements (compiled) equal those from pinocchio's frames (numpy) along a run."""
+    from biped_contact_sim.cli.runner import Run
+    from biped_contact_sim.sim.observables import MIN_NORMAL_FORCE, _geometry_feet, foot_wrenches
+
+    run = Run(scenario, model, controller, duration=0.3, record_rate=1000.0,
+              sets={"contacts": "geometry"})
+    data = run.robot.create_data()
+    while not run.done:
+        q, v = run.sim.q, run.sim.v
+        run.advance(1)
+        step = run.result.samples[-1].step
+        got = run.observer.observe(step, q, v)
+        want = run.observer.observe_geometry_reference(step, q, v)
+        for a, b in zip(got.feet, want.feet, strict=True):
+            assert np.allclose(a.force, b.force, rtol=0.0, atol=1e-10)
+            assert np.allclose(a.torque, b.torque, rtol=0.0, atol=1e-10)
+            assert (a.cop is None) == (b.cop is None)
+            assert a.cop is None or np.allclose(a.cop, b.cop, rtol=0.0, atol=1e-10)
+            assert a.normal_force == pytest.approx(b.normal_force, abs=1e-10)
+        assert list(got.bodies) == list(want.bodies)
+        for name in got.bodies:
+            assert np.allclose(got.bodies[name], want.bodies[name], rtol=0.0, atol=1e-10)
+        assert (got.zmp is None) == (want.zmp is None) and got.zmp_reason == want.zmp_reason
+        assert got.zmp is None or np.allclose(got.zmp, want.zmp, rtol=0.0, atol=1e-12)
+        assert got.zmp_in_support == want.zmp_in_support
+        assert got.support_polygon.shape == want.support_polygon.shape
+        assert np.allclose(got.support_polygon, want.support_polygon, rtol=0.0, atol=1e-12)
+        for key in ("penetration", "cone_violation", "min_normal_force", "energy"):
+            assert getattr(got, key) == pytest.approx(getattr(want, key), abs=1e-12), key
+        fast = foot_wrenches(run.robot, data, q, step)
+        slow = _geometry_feet(run.robot, data, q, step, MIN_NORMAL_FORCE, False)[1]
+        for name in fast:
+            assert np.allclose(fast[name], slow[name], rtol=0.0, atol=1e-10)
+
+
+def test_ground_support_kernel_equals_the_numpy_reference_on_random_problems():
+    """ZMP, reason, ZMP-in-support and support polygon of geometry contacts (contacts on and
+    off the ground plane, with and without force, on a flat and a sloped ground): compiled
+    equals numpy to 1e-10."""
+    from types import SimpleNamespace
+
+    from biped_contact_sim.sim.observables import Observer
+
+    rng = np.random.default_rng(11)
+    robot = RobotModel.load("biped3d")
+    for slope in (0.0, 0.2):
+        observer = Observer(robot, PlaneTerrain(slope=slope, height=0.03))
+        for trial in range(400):
+            m = int(rng.integers(0, 10))
+            c = SimpleNamespace(p2=rng.standard_normal((m, 3)) * 0.1,
+                                on_ground=rng.random(m) < (0.7 if trial % 2 else 1.0),
+                                body1=rng.integers(1, robot.model.njoints, m),
+                                joint_names=tuple(robot.model.names))
+            fn = rng.standard_normal(m) * 50.0 + (20.0 if trial % 3 else 0.0)
+            active = rng.random(m) < 0.8
+            got = observer._ground_support(c, fn, active, True)
+            want = observer._ground_support(c, fn, active, False)
+            assert (got[0] is None) == (want[0] is None)
+            assert got[0] is None or np.allclose(got[0], want[0], rtol=0.0, atol=1e-10)
+            assert got[1] == want[1] and got[2] == want[2]
+            assert got[3].shape == want[3].shape
+            assert np.allclose(got[3], want[3], rtol=0.0, atol=1e-10)

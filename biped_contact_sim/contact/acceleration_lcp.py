@@ -97,7 +97,13 @@ from biped_contact_sim.contact.acceleration_lcp_kernel import (
     ACC_STATS,
     acceleration_lcp_kernel,
 )
-from biped_contact_sim.contact.base import ContactModel, ContactResult, ContactState, positive
+from biped_contact_sim.contact.base import (
+    ContactModel,
+    ContactResult,
+    ContactState,
+    Stats,
+    positive,
+)
 from biped_contact_sim.contact.gauss_seidel import contact_keys, positive_count, unit_interval
 from biped_contact_sim.contact.time_stepping import DIRECTIONS, friction_directions
 from biped_contact_sim.errors import ConfigError
@@ -197,6 +203,7 @@ class AccelerationLCPContact(ContactModel):
 
     name = "acceleration_lcp"
     Settings = AccelerationLCPSettings
+    stat_names = ACC_STATS
     integrators = ("semi_implicit_euler",)
     #: statistics that count events a user must be warned about
     warning_stats = ("impact_failures", "solver_failures", "painleve_events", "zeno_events")
@@ -298,9 +305,7 @@ class AccelerationLCPContact(ContactModel):
         f = np.zeros((m_all, 3))
         hit = np.empty(m_all, dtype=bool)
         stats = np.empty(len(ACC_STATS))
-        G, b = state.delassus(self._all)
-        if not s.drift_term:
-            b = b - state.gamma_c  # module docstring, step 3
+        G, b = state.delassus(self._all, s.drift_term)  # module docstring, step 3
         rows = np.empty((m_all, self._warm.width))
         acceleration_lcp_kernel(G, b, vc, phi, state.mu, e, dt, self._D, self._params,
                                 self._warm.keys, self._warm.rows, keys, f, hit, rows, stats)
@@ -313,4 +318,4 @@ class AccelerationLCPContact(ContactModel):
                     history[hit, 0] = self._t
                 self._impacts.store(keys, history)
             self._t += dt
-        return ContactResult(f, f[:, 2] > 0.0, dict(zip(ACC_STATS, stats.tolist(), strict=True)))
+        return ContactResult(f, f[:, 2] > 0.0, Stats(self.stat_names, stats))

@@ -151,19 +151,22 @@ class ContactState:
             self._a_free = self._Minv @ self._tau_free
         return self._a_free
 
-    def delassus(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def delassus(self, idx: np.ndarray, drift: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """``G = J_c M⁻¹ J_cᵀ`` and ``b = J_c M⁻¹(Sᵀτ − h) + γ_c`` over points ``idx``.
 
         Rows are ordered (t₁, t₂, n) per point, so ``p̈_c = G f + b`` (docs/methods.md §1).
+        ``drift=False``: ``b − γ_c`` instead (the velocity-level models' ``b_v``; the same
+        floating-point operations as subtracting γ_c from b).
         """
         if self._packed is not None:
-            return packed_delassus(*self._packed, np.asarray(idx, dtype=np.int64))
+            return packed_delassus(*self._packed, np.asarray(idx, dtype=np.int64), drift)
         if len(idx) == self.n_points:  # all points: no copies
             Jc, gamma = self.Jc, self.gamma_c
         else:
             rows = (3 * idx[:, None] + _XYZ).ravel()
             Jc, gamma = self.Jc[rows], self.gamma_c[rows]
-        return Jc @ (self.Minv @ Jc.T), Jc @ self.a_free + gamma
+        b = Jc @ self.a_free + gamma
+        return Jc @ (self.Minv @ Jc.T), b if drift else b - gamma
 
     def contact_acceleration(self, f: np.ndarray) -> np.ndarray:
         """``v̇ = a_free + M⁻¹ J_cᵀ f`` for contact-frame forces f (m, 3)."""
@@ -173,15 +176,16 @@ class ContactState:
 
 
 @njit(cache=True, error_model="numpy")
-def packed_delassus(W, m, nv, nj, idx):
+def packed_delassus(W, m, nv, nj, idx, drift=True):
     """``delassus_from_factor`` on the buffer of ``robot.kernels.step_terms``."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
-    return delassus_from_factor(X, Jc, af, gc, idx)
+    return delassus_from_factor(X, Jc, af, gc, idx, drift)
 
 
 @njit(cache=True, error_model="numpy")
-def delassus_from_factor(X, Jc, a_free, gamma_c, idx):
-    """``G = X_Iᵀ X_I`` and ``b = J_c,I a_free + γ_c,I`` over the rows I of points idx."""
+def delassus_from_factor(X, Jc, a_free, gamma_c, idx, drift=True):
+    """``G = X_Iᵀ X_I`` and ``b = J_c,I a_free + γ_c,I`` over the rows I of points idx
+    (``drift=False``: ``b − γ_c,I``, as numpy would subtract it from b)."""
     k = idx.shape[0]
     nv = X.shape[0]
     n = 3 * k
@@ -195,7 +199,7 @@ def delassus_from_factor(X, Jc, a_free, gamma_c, idx):
             s = gamma_c[col]
             for j in range(nv):
                 s += Jc[col, j] * a_free[j]
-            b[3 * t + c] = s
+            b[3 * t + c] = s if drift else s - gamma_c[col]
     return Xa.T @ Xa, b
 
 

@@ -68,7 +68,13 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from biped_contact_sim.contact.base import ContactModel, ContactResult, ContactState, positive
+from biped_contact_sim.contact.base import (
+    ContactModel,
+    ContactResult,
+    ContactState,
+    Stats,
+    positive,
+)
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
 from biped_contact_sim.solvers.lemke import RESIDUAL_TOL, STATUSES, default_max_pivots
@@ -403,6 +409,7 @@ class GaussSeidelContact(ContactModel):
 
     name = "gauss_seidel"
     Settings = GaussSeidelSettings
+    stat_names = _GS_STATS
     integrators = ("semi_implicit_euler",)
     #: statistics that count events a user must be warned about
     warning_stats = ("impact_failures", "solver_failures")
@@ -449,9 +456,7 @@ class GaussSeidelContact(ContactModel):
         stats = np.empty(len(_GS_STATS))
         # The Delassus matrix over every point: the kernel takes the candidates out of it (for
         # the few points of a sole this costs less than selecting them first).
-        G, b = state.delassus(self._all)
-        if not self.settings.drift_term:
-            b = b - state.gamma_c  # b_v (module docstring, step 3)
+        G, b = state.delassus(self._all, self.settings.drift_term)  # b_v without the drift
         keys = contact_keys(state, self._all)
         rows = np.empty((m_all, 3))
         gauss_seidel_contact_kernel(G, b, np.ascontiguousarray(state.vc), phi, state.mu,
@@ -459,4 +464,4 @@ class GaussSeidelContact(ContactModel):
                                     keys, f, active, rows, stats)
         if commit:  # warm start from the step-3 forces only (impacts are not persistent)
             self._warm.store(keys, rows)
-        return ContactResult(f, active, dict(zip(_GS_STATS, stats.tolist(), strict=True)))
+        return ContactResult(f, active, Stats(self.stat_names, stats))

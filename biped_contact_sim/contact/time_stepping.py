@@ -83,7 +83,13 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from biped_contact_sim.contact.base import ContactModel, ContactResult, ContactState, positive
+from biped_contact_sim.contact.base import (
+    ContactModel,
+    ContactResult,
+    ContactState,
+    Stats,
+    positive,
+)
 from biped_contact_sim.contact.gauss_seidel import (
     candidates,
     contact_keys,
@@ -370,6 +376,7 @@ class TimeSteppingContact(ContactModel):
 
     name = "time_stepping"
     Settings = TimeSteppingSettings
+    stat_names = _TS_STATS
     integrators = ("semi_implicit_euler",)
     #: statistics that count events a user must be warned about
     warning_stats = ("ray_terminations", "pivot_caps", "inaccurate", "fallbacks",
@@ -428,8 +435,7 @@ class TimeSteppingContact(ContactModel):
             self.reset(m_all)
         f = np.zeros((m_all, 3))
         stats = np.empty(len(_TS_STATS))
-        G, b = state.delassus(self._all)
-        b = b - state.gamma_c  # b_v: the drift is not part of J_c v⁺ (module docstring)
+        G, b = state.delassus(self._all, False)  # b_v: the drift is not part of J_c v⁺
         keys = contact_keys(state, self._all)
         rows = np.empty((m_all, self._warm.width))
         time_stepping_kernel(G, b, np.ascontiguousarray(state.vc), phi, state.mu, state.dt,
@@ -437,4 +443,4 @@ class TimeSteppingContact(ContactModel):
                              rows, stats)
         if commit:
             self._warm.store(keys, rows)
-        return ContactResult(f, f[:, 2] > 0.0, dict(zip(_TS_STATS, stats.tolist(), strict=True)))
+        return ContactResult(f, f[:, 2] > 0.0, Stats(self.stat_names, stats))

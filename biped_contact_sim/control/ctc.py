@@ -88,8 +88,9 @@ from biped_contact_sim.control.base import (
     Reference,
     check_range,
 )
+from biped_contact_sim.control.kernels import closed_chain as closed_chain_kernel
 from biped_contact_sim.control.kernels import sole_centre_allocation
-from biped_contact_sim.control.linalg import cholesky, solve
+from biped_contact_sim.control.linalg import closed_chain as closed_chain_reference
 from biped_contact_sim.control.linalg import (
     sole_centre_allocation as sole_centre_allocation_reference,
 )
@@ -196,7 +197,7 @@ def _lstsq(A: np.ndarray, b: np.ndarray, rcond: float) -> np.ndarray:
 def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.ndarray,
                                  a_joints: np.ndarray, stance, rcond: float = 1e-10,
                                  internal=None, kd_stance: float = 0.0,
-                                 owner=None) -> ConstrainedDynamics:
+                                 owner=None, compiled: bool = True) -> ConstrainedDynamics:
     """Steps 3–4 of the module docstring: v̇_b, λ and τ for given joint accelerations.
 
     Bravo & Rengifo eqs. 30–38 for any number of flat stance feet. Solves (for the free-flyer
@@ -206,7 +207,8 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
       respect to the base is an adjoint map): LU solves of J_b v̇_b = −J_a q̈_aᵈ − J̇_s v and
       J_bᵀ λ = (M v̇ + h)_b;
     * closed chain: a complete QR factorisation J_b = [Q_1 Q_2][R; 0] (LAPACK ``dgeqrf``/
-      ``dorgqr``) splits the constraint into R v̇_b = Q_1ᵀ(−J̇_s v − J_a q̈_a) and
+      ``dorgqr``; with what follows, one compiled call, ``kernels.closed_chain``) splits the
+      constraint into R v̇_b = Q_1ᵀ(−J̇_s v − J_a q̈_a) and
       A q̈_a = b, A = Q_2ᵀ J_a, b = −Q_2ᵀ J̇_s v; the joint accelerations closest to q̈_aᵈ are
       q̈_a = q̈_aᵈ + Aᵀ (A Aᵀ)⁻¹ (b − A q̈_aᵈ), A Aᵀ positive definite when the chain leaves
       every internal direction to the joints (Cholesky); the minimum-norm wrench solving
@@ -225,6 +227,8 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
             minimum-norm λ₀ (double support internal forces).
         kd_stance: k_s of ``J_s v̇ + J̇_s v = −k_s J_s v`` (0: the rigid constraint, eq. 30).
         owner: if given, ``owner._Jb`` is set to J_b before ``internal`` is called.
+        compiled: the closed chain's accelerations by ``kernels.closed_chain`` (default) or
+            by its numpy/LAPACK reference ``linalg.closed_chain`` (tests).
 
     Returns:
         The ``ConstrainedDynamics``.
@@ -268,19 +272,11 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
             Q = R = None
         else:  # closed chain: min ‖q̈_a − q̈_aᵈ‖ subject to J_s v̇ + J̇_s v = 0
             lu = None
-            qr, tau_h, _, info = lapack.dgeqrf(Jb)
-            R = qr[:nb]  # dtrtrs reads the upper triangle only
-            d = np.abs(R.diagonal())
-            C = None
-            if d.min() > rcond * d.max():
-                Q = lapack.dorgqr(np.concatenate([qr, np.zeros((k_rows, k_rows - nb))], 1),
-                                  tau_h)[0]
-                A = dot(Q[:, nb:].T, Ja)
-                C = cholesky(dot(A, A.T), rcond * rcond)
-            if C is not None:
-                b = -dot(Q[:, nb:].T, gamma)
-                a[vi] = a_joints + dot(A.T, solve(C, b - dot(A, a_joints)))
-                a[:nb] = lapack.dtrtrs(R, dot(Q[:, :nb].T, -gamma - dot(Ja, a[vi])))[0]
+            chain = closed_chain_kernel if compiled else closed_chain_reference
+            ok, a_b, a_vi, Q, R = chain(Js, gamma, np.asarray(a_joints, float), vi, nb, rcond)
+            if ok:
+                a[vi] = a_vi
+                a[:nb] = a_b
             else:  # a singular chain: SVD least squares, as before
                 Q = None
                 U, sv, Vt = np.linalg.svd(Js)

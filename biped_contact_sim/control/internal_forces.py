@@ -44,6 +44,7 @@ from biped_contact_sim.control.grasp import (
     spec_labels,
 )
 from biped_contact_sim.control.kernels import (
+    internal_force_law,
     internal_force_torques,
     linkage,
     surface_resultant,
@@ -73,6 +74,10 @@ class InternalForces:
         self.settings, self.dt, self.transitions = settings, dt, transitions
         self._sole_centre, self._g = sole_centre, g
         self._layouts: dict[tuple, tuple] = {}
+        self._no_measurement = np.zeros(0)
+        #: the end of the law (tension, PI, Γ_int) by ``kernels.internal_force_law``; False:
+        #: its numpy form ``internal_force_law_reference`` (the tests)
+        self.compiled = True
         self.reset()
 
     def reset(self) -> None:
@@ -166,11 +171,10 @@ class InternalForces:
                 raise InputError(f"internal-force reference has shape {f_int_user.shape}; "
                                  f"the {name} model has {m_int} rows: " + ", ".join(labels))
         contact_ok = measured is not None
-        f_int_meas = None
+        F_meas = self._no_measurement
         if contact_ok:
             F_meas = np.empty(6 * n_s)
             wrenches_at(measured, rotations, origins, anchors, F_meas)
-            f_int_meas = np.dot(W_int, F_meas)
         if self._stance != stance or self.integral is None \
                 or self.integral.shape != (m_int,) or not contact_ok:
             self.integral = np.zeros(m_int)  # anti-windup: reset when a contact is lost
@@ -213,27 +217,22 @@ class InternalForces:
             centres = [origins[k] + np.dot(rotations[k], self._sole_centre[b.name])
                        for k, b in enumerate(bodies)]
             alpha = reference_load_shares(ref, stance, centres, self._g)
-        if alpha is not None:
-            # F·e_12 with F = Σ f_k: the tension row W_int[0] is e_12 on f_1, −e_12 on f_2
-            F_e12 = np.dot(W_int[0, :3], f_task[:3] + f_task[6:9])
-            f_int_ref = f_int_ref.copy()
-            f_int_ref[0] += (alpha[0] - alpha[1]) * F_e12
-        f_int_cmd = f_int_ref.copy()
-        if contact_ok and (s.kp_int > 0 or s.ki_int > 0):
-            e = f_int_ref - f_int_meas
-            integral = self.integral
-            integral += s.ki_int * self.dt * e
-            np.minimum(np.maximum(integral, -s.int_limit, out=integral), s.int_limit,
-                       out=integral)
-            f_int_cmd += s.kp_int * e + integral
+        pi_on = contact_ok and (s.kp_int > 0 or s.ki_int > 0)
+        tension = 0.0 if alpha is None else float(alpha[0] - alpha[1])
+        law = internal_force_law if self.compiled else internal_force_law_reference
+        # the rest (tension, measured forces, PI, Γ_int): one compiled call
+        ok, d_tau, f_int_ref, f_int_cmd, f_int_meas = law(
+            W_int, D, G, T, f_task, F_meas, contact_ok, np.asarray(f_int_ref, dtype=float),
+            tension, self.integral, s.kp_int, s.ki_int * self.dt, s.int_limit, pi_on,
+            s.internal_forces)
         fallbacks = 0
-        d_tau = None
-        if s.internal_forces:
-            # Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p}) (eq. 42)
-            ok, d_tau = internal_force_torques(W_int, D, G, T, f_int_cmd, f_task)
-            if not ok:
-                d_tau, fallbacks = internal_force_torques_reference(W_int, D, G, T, f_int_cmd,
-                                                                    f_task)
+        if not contact_ok:
+            f_int_meas = None
+        if not s.internal_forces:
+            d_tau = None
+        elif not ok:  # Γ_int by the SVD pseudo-inverse
+            d_tau, fallbacks = internal_force_torques_reference(W_int, D, G, T, f_int_cmd,
+                                                                f_task)
         return d_tau, fallbacks, f_int_ref, f_int_cmd, f_int_meas, alpha
 
     @staticmethod
@@ -270,6 +269,29 @@ class InternalForces:
                 self._unload_w0[name] = source[6 * k:6 * k + 6].copy()
             out[k] = (1.0 - sigma) * self._unload_w0[name]
         return out
+
+
+def internal_force_law_reference(W_int, D, G, T, f_task, F_meas, has_meas, f_int_ref, tension,
+                                 integral, kp_int, ki_dt, int_limit, pi_on, torques_on):
+    """The end of ``InternalForces.command`` in numpy: the reference of the compiled
+    ``kernels.internal_force_law`` (same arguments and returns)."""
+    if tension != 0.0:
+        # F·e_12 with F = Σ f_k: the tension row W_int[0] is e_12 on f_1, −e_12 on f_2
+        F_e12 = np.dot(W_int[0, :3], f_task[:3] + f_task[6:9])
+        f_int_ref = f_int_ref.copy()
+        f_int_ref[0] += tension * F_e12
+    f_int_meas = np.dot(W_int, F_meas) if has_meas else np.zeros(0)
+    f_int_cmd = f_int_ref.copy()
+    if has_meas and pi_on:
+        e = f_int_ref - f_int_meas
+        integral += ki_dt * e
+        np.minimum(np.maximum(integral, -int_limit, out=integral), int_limit, out=integral)
+        f_int_cmd += kp_int * e + integral
+    if not torques_on:
+        return True, np.zeros(0), f_int_ref, f_int_cmd, f_int_meas
+    # Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p}) (eq. 42)
+    ok, d_tau = internal_force_torques(W_int, D, G, T, f_int_cmd, f_task)
+    return ok, d_tau, f_int_ref, f_int_cmd, f_int_meas
 
 
 __all__ = ["InternalForces"]

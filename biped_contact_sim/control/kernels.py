@@ -24,7 +24,9 @@ control step. The tests compare every kernel with its numpy/pinocchio reference.
   (whitening, the tasks' constrained Jacobians, the recursion, Γ = T y) in one call, against
   ``control.linalg.task_torques``;
 * ``sole_centre_allocation``: ``ctc``'s internal-wrench allocation (its numpy reference
-  ``control.linalg.sole_centre_allocation``).
+  ``control.linalg.sole_centre_allocation``);
+* ``closed_chain``: ``ctc``'s closed-chain accelerations (QR of J_b, the joint accelerations
+  closest to the desired ones, the base's), against ``control.linalg.closed_chain``.
 """
 
 from __future__ import annotations
@@ -349,6 +351,48 @@ def internal_force_torques(W_int, D, G, T, f_int_cmd, f_task):  # pragma: no cov
 
 
 @njit(cache=True)
+def internal_force_law(W_int, D, G, T, f_task, F_meas, has_meas, f_int_ref, tension,
+                       integral, kp_int, ki_dt, int_limit, pi_on,
+                       torques_on):  # pragma: no cover - compiled
+    """The end of ``control.internal_forces.InternalForces.command`` (its numpy form,
+    ``command(..., compiled=False)``, is the reference) in one call: the load-share tension
+    ``f_int_ref[0] += tension · W_int[0, :3]·(f_task[0:3] + f_task[6:9])``, the measured
+    internal forces ``W_int F_meas`` (when ``has_meas``), the PI law (``pi_on``; the integral
+    updated in place, ``ki_dt`` = k_i dt, clamped to ±``int_limit``) and Γ_int
+    (``internal_force_torques``, when ``torques_on``).
+
+    Returns:
+        (ok, Γ_int, f_int_ref, f_int_cmd, f_int_meas): ok False where the reference takes the
+        SVD pseudo-inverse (Γ_int then zeros); f_int_meas empty without a measurement.
+    """
+    m = W_int.shape[0]
+    ref = f_int_ref.copy()
+    if tension != 0.0:
+        s = 0.0
+        for c in range(3):
+            s += W_int[0, c] * (f_task[c] + f_task[6 + c])
+        ref[0] += tension * s
+    meas = np.zeros(m if has_meas else 0)
+    if has_meas:
+        for i in range(m):
+            s = 0.0
+            for c in range(W_int.shape[1]):
+                s += W_int[i, c] * F_meas[c]
+            meas[i] = s
+    cmd = ref.copy()
+    if has_meas and pi_on:
+        for i in range(m):
+            e = ref[i] - meas[i]
+            x = integral[i] + ki_dt * e
+            integral[i] = min(max(x, -int_limit), int_limit)
+            cmd[i] += kp_int * e + integral[i]
+    if not torques_on:
+        return True, np.zeros(0), ref, cmd, meas
+    ok, d_tau = internal_force_torques(W_int, D, G, T, cmd, f_task)
+    return ok, d_tau, ref, cmd, meas
+
+
+@njit(cache=True)
 def task_torques(B, G, D, f0, a0, j0, J_up, e_up, sizes, i_am, w_am, e_am, e_post, J_force,
                  F_force, rcond):  # pragma: no cover - compiled
     """Compiled ``control.linalg.task_torques`` (same arguments, j0 for U = rows j0: of v,
@@ -416,6 +460,80 @@ def sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho, shares
     return True, np.ascontiguousarray(null_basis.T) @ (Winv @ mu - lam0)
 
 
-__all__ = ["constrained_space", "hermite", "internal_force_torques", "linkage", "point_rows",
-           "prioritized", "sole_centre_allocation", "surface_resultant", "task_torques",
-           "wrenches_at"]
+@njit(cache=True)
+def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - compiled
+    """Compiled ``control.linalg.closed_chain`` (same arguments, ``vi`` an int array): (ok,
+    v̇_b, q̈_a, Q, R), empty arrays where the reference returns None. The complete Q of J_b is
+    numpy's QR of [J_b 0] (LAPACK ``dgeqrf``/``dorgqr``: the zero columns add identity
+    reflectors); Cholesky and the triangular solves are ``_cholesky``/``_cho_solve`` and
+    back substitution."""
+    k, nv = Js.shape
+    nj = vi.shape[0]
+    m = k - nb
+    none = np.zeros(0)
+    Z = np.zeros((k, k))
+    for r in range(k):
+        for c in range(nb):
+            Z[r, c] = Js[r, c]
+    Q, Rf = np.linalg.qr(Z)
+    R = np.zeros((nb, nb))
+    dmin, dmax = np.inf, 0.0
+    for r in range(nb):
+        for c in range(r, nb):
+            R[r, c] = Rf[r, c]
+        d = abs(Rf[r, r])
+        dmin = min(dmin, d)
+        dmax = max(dmax, d)
+    if not dmin > rcond * dmax:
+        return False, none, none, np.zeros((0, 0)), np.zeros((0, 0))
+    A = np.zeros((m, nj))  # Q_2ᵀ J_a
+    for i in range(m):
+        for j in range(nj):
+            s = 0.0
+            for r in range(k):
+                s += Q[r, nb + i] * Js[r, vi[j]]
+            A[i, j] = s
+    X = np.empty((m, m))
+    for i in range(m):
+        for j in range(m):
+            s = 0.0
+            for c in range(nj):
+                s += A[i, c] * A[j, c]
+            X[i, j] = s
+    ok, C = _cholesky(X, rcond * rcond, 0.0)
+    if not ok:
+        return False, none, none, np.zeros((0, 0)), np.zeros((0, 0))
+    rhs = np.empty((m, 1))
+    for i in range(m):
+        s = 0.0
+        for r in range(k):
+            s -= Q[r, nb + i] * gamma[r]
+        for j in range(nj):
+            s -= A[i, j] * a_joints[j]
+        rhs[i, 0] = s
+    y = _cho_solve(C, rhs)
+    a_vi = a_joints.copy()
+    for j in range(nj):
+        for i in range(m):
+            a_vi[j] += A[i, j] * y[i, 0]
+    e = np.empty(k)  # −γ − J_a q̈_a
+    for r in range(k):
+        s = -gamma[r]
+        for j in range(nj):
+            s -= Js[r, vi[j]] * a_vi[j]
+        e[r] = s
+    a_b = np.empty(nb)
+    for i in range(nb - 1, -1, -1):  # R v̇_b = Q_1ᵀ e
+        s = 0.0
+        for r in range(k):
+            s += Q[r, i] * e[r]
+        for c in range(i + 1, nb):
+            s -= R[i, c] * a_b[c]
+        a_b[i] = s / R[i, i]
+    return True, a_b, a_vi, Q, R
+
+
+__all__ = ["closed_chain", "constrained_space", "hermite", "internal_force_law",
+           "internal_force_torques", "linkage",
+           "point_rows", "prioritized", "sole_centre_allocation", "surface_resultant",
+           "task_torques", "wrenches_at"]

@@ -363,6 +363,37 @@ def sole_centre_allocation(lam0: np.ndarray, Jb: np.ndarray, null_basis: np.ndar
     return np.dot(null_basis.T, np.dot(Winv, mu) - lam0)
 
 
+def closed_chain(Js: np.ndarray, gamma: np.ndarray, a_joints: np.ndarray, vi, nb: int,
+                 rcond: float) -> tuple:
+    """``ctc``'s closed-chain accelerations (``ctc.constrained_inverse_dynamics``, module
+    docstring step 3; the reference of the compiled ``kernels.closed_chain``): with the
+    complete QR factorisation J_b = [Q_1 Q_2][R; 0] (LAPACK ``dgeqrf``/``dorgqr``) and
+    A = Q_2ᵀ J_a, the joint accelerations q̈_a = q̈_aᵈ + Aᵀ (A Aᵀ)⁻¹ (b − A q̈_aᵈ),
+    b = −Q_2ᵀ γ (A Aᵀ by Cholesky, ``cholesky`` with cut-off rcond²), and the base's
+    R v̇_b = Q_1ᵀ(−γ − J_a q̈_a) (``dtrtrs``).
+
+    Returns:
+        (ok, v̇_b, q̈_a, Q, R): ok False, the rest None, when J_b (a diagonal entry of R at or
+        below rcond · the largest) or A Aᵀ is not numerically of full rank.
+    """
+    k_rows = Js.shape[0]
+    Jb, Ja = Js[:, :nb], Js[:, vi]
+    qr, tau_h, _, _ = lapack.dgeqrf(Jb)
+    R = qr[:nb]  # dtrtrs reads the upper triangle only
+    d = np.abs(R.diagonal())
+    if not d.min() > rcond * d.max():
+        return False, None, None, None, None
+    Q = lapack.dorgqr(np.concatenate([qr, np.zeros((k_rows, k_rows - nb))], 1), tau_h)[0]
+    A = np.dot(Q[:, nb:].T, Ja)
+    C = cholesky(np.dot(A, A.T), rcond * rcond)
+    if C is None:
+        return False, None, None, None, None
+    b = -np.dot(Q[:, nb:].T, gamma)
+    a_vi = a_joints + np.dot(A.T, solve(C, b - np.dot(A, a_joints)))
+    a_b = lapack.dtrtrs(R, np.dot(Q[:, :nb].T, -gamma - np.dot(Ja, a_vi)))[0]
+    return True, a_b, a_vi, Q, np.triu(R)
+
+
 def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
     out, i = [], 0
     for m in sizes:

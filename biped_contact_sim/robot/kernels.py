@@ -260,12 +260,18 @@ def unpack(W, m, nv, nj):
 
 
 def unpack_views(W: np.ndarray, m: int, nv: int, nj: int) -> tuple[np.ndarray, ...]:
-    """``unpack`` for Python callers (the same views, by numpy slicing)."""
+    """``unpack`` for Python callers (the same views, by numpy slicing; the offsets in plain
+    integer arithmetic, as ``unpack``: an ``np.cumsum`` of them cost more than the slicing)."""
     n3 = 3 * m
-    o = np.cumsum([0, n3 * nv, n3, nv * n3, nv * nv, nv, nv, nv, nj])
-    return (W[o[0]:o[1]].reshape(n3, nv), W[o[1]:o[2]], W[o[2]:o[3]].reshape(nv, n3),
-            W[o[3]:o[4]].reshape(nv, nv), W[o[4]:o[5]], W[o[5]:o[6]], W[o[6]:o[7]],
-            W[o[7]:o[8]])
+    o1 = n3 * nv
+    o2 = o1 + n3
+    o3 = o2 + nv * n3
+    o4 = o3 + nv * nv
+    o5 = o4 + nv
+    o6 = o5 + nv
+    o7 = o6 + nv
+    return (W[:o1].reshape(n3, nv), W[o1:o2], W[o2:o3].reshape(nv, n3),
+            W[o3:o4].reshape(nv, nv), W[o4:o5], W[o5:o6], W[o6:o7], W[o7:o7 + nj])
 
 
 @njit(cache=True, error_model="numpy")

@@ -113,6 +113,9 @@ def foot_wrenches(robot: RobotModel, data: pin.Data, q: np.ndarray,
     placements come from the joint placements the step computed (no kinematics again).
     """
     if step.contacts is not None:
+        if _from_step(step, q):
+            W, _, _, _, _, _ = _compiled_geometry(robot, step, MIN_NORMAL_FORCE)
+            return {body.name: W[k] for k, body in enumerate(robot.contact_bodies)}
         return _geometry_feet(robot, data, q, step, MIN_NORMAL_FORCE, False)[1]
     if step.placements is not None and step.q_prev is not None and (
             q is step.q_prev or np.array_equal(q, step.q_prev)):
@@ -190,6 +193,83 @@ class Observer:
         ground contacts (normal forces along the ground normal) — defined only when every
         contact carrying force is on the ground plane, else None with ``zmp_reason``; the
         support polygon: the hull of those ground points.
+
+        From the step's own joint placements (``StepResult.joint_placements``) by the compiled
+        ``geometry_wrenches``, ``hull_2d`` and ``in_polygon`` when q_prev is the step's start;
+        else ``observe_geometry_reference`` (numpy and pinocchio's frames).
+        """
+        if not _from_step(step, q_prev):
+            return self.observe_geometry_reference(step, q_prev, v_prev)
+        robot, data, model = self.robot, self.data, self.robot.model
+        c, fc = step.contacts, step.f_contact
+        fn = fc[:, 2]
+        W, normal, cop, B, side1, side2 = _compiled_geometry(robot, step, self.min_normal_force)
+        feet = [FootObservation(body.name, body.frame, W[k, :3], W[k, 3:], float(normal[k]),
+                                None if np.isnan(cop[k, 0]) else cop[k])
+                for k, body in enumerate(robot.contact_bodies)]
+        bodies: dict[str, np.ndarray] = {}
+        names = c.joint_names
+        for j in (*np.flatnonzero(side1), *np.flatnonzero(side2 & ~side1)):
+            name = names[j]
+            bodies[name] = bodies[name] + B[j] if name in bodies else B[j]
+        zmp, reason, in_support, polygon = self._ground_support(c, fn, step.active, True)
+        zmp_c, com = self._centroidal(step, q_prev, v_prev)
+        pin.computeKineticEnergy(model, data, step.q, step.v)
+        pin.computePotentialEnergy(model, data, step.q)
+        cone, fmin, pen = contact_extremes(fc, step.phi, step.active, c.mu)
+        return Observation(
+            t=step.t, feet=feet, zmp=zmp, zmp_centroidal=zmp_c, com=com,
+            support_polygon=polygon, zmp_in_support=in_support, penetration=pen,
+            cone_violation=cone, min_normal_force=fmin,
+            energy=float(data.kinetic_energy + data.potential_energy), bodies=bodies,
+            zmp_reason=reason)
+
+    def _ground_support(self, c, fn: np.ndarray, active: np.ndarray, compiled: bool):
+        """ZMP (the CoP of the ground contacts) or None with the reason, whether it lies in the
+        support polygon, and that polygon (the hull of the ground points carrying force):
+        ``observe_geometry``'s, by the compiled ``ground_support`` or by numpy."""
+        if compiled:
+            zmp, polygon, code, inside = ground_support(c.p2, fn, active, c.on_ground,
+                                                        self.terrain.R, self._origin,
+                                                        self.min_normal_force)
+            if code == 0:
+                return zmp, None, bool(inside), polygon
+            if code == 2:
+                return None, "no ground contact carrying force", None, polygon
+            carrying = active & (fn > 0)
+            names = sorted({c.joint_names[j] for j in c.body1[carrying & ~c.on_ground]})
+            return None, ("support not coplanar: contacts off the ground plane on "
+                          + ", ".join(names)), None, polygon
+        carrying = active & (fn > 0)
+        ground = carrying & c.on_ground
+        zmp, reason, in_support = None, None, None
+        polygon = np.zeros((0, 2))
+        if ground.any():
+            polygon = convex_hull(self.terrain.to_contact(c.p2[ground])[:, :2])
+        if (carrying & ~c.on_ground).any():
+            names = sorted({c.joint_names[j] for j in c.body1[carrying & ~c.on_ground]})
+            reason = "support not coplanar: contacts off the ground plane on " + ", ".join(names)
+        elif fn[ground].sum() < self.min_normal_force:
+            reason = "no ground contact carrying force"
+        else:
+            zmp = (fn[ground] @ c.p2[ground]) / fn[ground].sum()
+            in_support = point_in_polygon(self.terrain.to_contact(zmp[None])[0, :2], polygon,
+                                          tol=1e-6)
+        return zmp, reason, in_support, polygon
+
+    def observe_geometry_reference(self, step: StepResult, q_prev: np.ndarray,
+                                   v_prev: np.ndarray) -> Observation:
+        """``observe_geometry`` with numpy and pinocchio's frames only (the reference of the
+        compiled path, and the path for a q_prev that is not the step's start).
+
+        Contact i acts on body 1 with ``f_i`` (world) at p₁ and on body 2 with ``−f_i`` at p₂.
+        Per configured contact body (sole or palm frame k): its wrench and CoP from the
+        contacts on that body's link (as ``feet`` with points contacts). Per body in contact:
+        ``[Σ f; Σ (p − o_j) × f]`` about its joint origin o_j (world; a free object's torque is
+        about the mean of its contact points). ZMP: the CoP of the
+        ground contacts (normal forces along the ground normal) — defined only when every
+        contact carrying force is on the ground plane, else None with ``zmp_reason``; the
+        support polygon: the hull of those ground points.
         """
         robot, data, model = self.robot, self.data, self.robot.model
         c, fc, fw = step.contacts, step.f_contact, step.f_world
@@ -206,21 +286,7 @@ class Observer:
                 w = np.concatenate([f.sum(axis=0), _moment_sum(points[sel] - origin, f)])
                 name = c.joint_names[j]
                 bodies[name] = bodies[name] + w if name in bodies else w
-        carrying = step.active & (fn > 0)
-        ground = carrying & c.on_ground
-        zmp, reason, in_support = None, None, None
-        polygon = np.zeros((0, 2))
-        if ground.any():
-            polygon = convex_hull(self.terrain.to_contact(c.p2[ground])[:, :2])
-        if (carrying & ~c.on_ground).any():
-            names = sorted({c.joint_names[j] for j in c.body1[carrying & ~c.on_ground]})
-            reason = "support not coplanar: contacts off the ground plane on " + ", ".join(names)
-        elif fn[ground].sum() < self.min_normal_force:
-            reason = "no ground contact carrying force"
-        else:
-            zmp = (fn[ground] @ c.p2[ground]) / fn[ground].sum()
-            in_support = point_in_polygon(self.terrain.to_contact(zmp[None])[0, :2], polygon,
-                                          tol=1e-6)
+        zmp, reason, in_support, polygon = self._ground_support(c, fn, step.active, False)
         zmp_c, com = self._centroidal(step, q_prev, v_prev)
         ft = np.sqrt((fc[:, :2] ** 2).sum(axis=1))
         cone = np.maximum(ft - c.mu * fn, 0.0)
@@ -338,6 +404,243 @@ def _geometry_feet(robot: RobotModel, data: pin.Data, q: np.ndarray, step: StepR
         feet.append(FootObservation(body.name, body.frame, R.T @ force, R.T @ torque, total,
                                     cop))
     return feet, wrenches, oMi
+
+
+def _from_step(step: StepResult, q: np.ndarray) -> bool:
+    """Whether the step's own joint placements hold at q (q is the step's start)."""
+    return step.joint_placements is not None and step.q_prev is not None and (
+        q is step.q_prev or np.array_equal(q, step.q_prev))
+
+
+def _geometry_layout(robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
+    """Per contact body: its parent joint in the model and the sole frame's placement in that
+    joint's frame (3, 4) (cached)."""
+    cached = getattr(robot, "_geometry_layout", None)
+    if cached is None:
+        model = robot.model
+        joints = np.array([model.frames[b.frame_id].parentJoint for b in robot.contact_bodies],
+                          dtype=np.int64)
+        sole = np.array([model.frames[b.frame_id].placement.homogeneous[:3]
+                         for b in robot.contact_bodies]).reshape(-1, 3, 4)
+        cached = (joints, sole)
+        robot._geometry_layout = cached
+    return cached
+
+
+def _compiled_geometry(robot: RobotModel, step: StepResult, min_normal_force: float):
+    """``geometry_wrenches`` of a step with geometry contacts (its joint placements)."""
+    c = step.contacts
+    return geometry_wrenches(c.body1, c.body2, c.p1, c.p2, c.frames, step.f_contact,
+                             step.joint_placements, *_geometry_layout(robot),
+                             robot.model.njoints, min_normal_force)
+
+
+def geometry_wrenches_reference(body1, body2, p1, p2, frames, fc, placements, body_joint, sole,
+                                n_robot_joints, min_normal_force):
+    """``geometry_wrenches`` in numpy (its reference in the tests)."""
+    fw = np.einsum("mij,mj->mi", frames, fc)
+    nj, nb = len(placements), len(body_joint)
+    W, normal, cop = np.zeros((nb, 6)), np.zeros(nb), np.full((nb, 3), np.nan)
+    for k, j in enumerate(body_joint):
+        P = np.vstack([placements[j], [0.0, 0.0, 0.0, 1.0]])
+        S = P @ np.vstack([sole[k], [0.0, 0.0, 0.0, 1.0]])
+        R, o = S[:3, :3], S[:3, 3]
+        s1, s2 = body1 == j, body2 == j
+        p = np.concatenate([p1[s1], p2[s2]])
+        f = np.concatenate([fw[s1], -fw[s2]])
+        fn = np.concatenate([fc[s1, 2], fc[s2, 2]])
+        W[k] = np.concatenate([R.T @ f.sum(axis=0), R.T @ np.cross(p - o, f).sum(axis=0)])
+        normal[k] = fn.sum()
+        if normal[k] >= min_normal_force:
+            cop[k] = fn @ p / normal[k]
+    B = np.zeros((nj, 6))
+    sides = []
+    for side, sign, points in ((body1, 1.0, p1), (body2, -1.0, p2)):
+        present = np.zeros(nj, dtype=bool)
+        for j in np.unique(side[side > 0]):
+            present[j] = True
+            sel = side == j
+            o = placements[j, :, 3] if j < n_robot_joints else points[sel].mean(axis=0)
+            f = sign * fw[sel]
+            B[j] += np.concatenate([f.sum(axis=0), np.cross(points[sel] - o, f).sum(axis=0)])
+        sides.append(present)
+    return W, normal, cop, B, sides[0], sides[1]
+
+
+@njit(cache=True, error_model="numpy")
+def geometry_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, sole,
+                      n_robot_joints, min_normal_force):
+    """The wrenches of geometry contacts (``Observer.observe_geometry``; numpy reference
+    ``_geometry_feet`` and ``observe_geometry_reference``). Contact i pushes body 1 with
+    ``f_i = C_i f_c,i`` (world) at p₁ and body 2 with ``−f_i`` at p₂; ``placements`` (nj, 3, 4)
+    are the joints' ``[R | t]`` at the step's start.
+
+    Returns:
+        W (nb, 6): per contact body k (sole frame (R_k, o_k) on joint j_k),
+        ``[R_kᵀ F_k; R_kᵀ Σ (p − o_k) × f]`` of the contacts on j_k; normal (nb,): their Σ f_n;
+        cop (nb, 3): ``Σ f_n p / Σ f_n`` (NaN below ``min_normal_force``); B (nj, 6): per joint
+        j > 0, ``[Σ f; Σ (p − o_j) × f]`` (world) over its contacts as body 1 plus those as body 2,
+        o_j its origin (robot joints, j < n_robot_joints) or, per side, the mean of that side's
+        points (free objects); side1, side2 (nj,) bool: j is body 1 / body 2 of a contact.
+    """
+    m = body1.shape[0]
+    nj = placements.shape[0]
+    nb = body_joint.shape[0]
+    fw = np.empty((m, 3))
+    for i in range(m):
+        for r in range(3):
+            fw[i, r] = frames[i, r, 0] * fc[i, 0] + frames[i, r, 1] * fc[i, 1] \
+                + frames[i, r, 2] * fc[i, 2]
+    W = np.zeros((nb, 6))
+    normal = np.zeros(nb)
+    cop = np.full((nb, 3), np.nan)
+    for k in range(nb):
+        j = body_joint[k]
+        P = placements[j]
+        S = sole[k]
+        R = np.empty((3, 3))
+        o = np.empty(3)
+        for r in range(3):
+            for col in range(3):
+                R[r, col] = P[r, 0] * S[0, col] + P[r, 1] * S[1, col] + P[r, 2] * S[2, col]
+            o[r] = P[r, 0] * S[0, 3] + P[r, 1] * S[1, 3] + P[r, 2] * S[2, 3] + P[r, 3]
+        F = np.zeros(3)
+        T = np.zeros(3)
+        cp = np.zeros(3)
+        total = 0.0
+        for side in range(2):
+            for i in range(m):
+                if (body1[i] if side == 0 else body2[i]) != j:
+                    continue
+                sign = 1.0 if side == 0 else -1.0
+                x = p1[i] if side == 0 else p2[i]
+                d0, d1, d2 = x[0] - o[0], x[1] - o[1], x[2] - o[2]
+                f0, f1, f2 = sign * fw[i, 0], sign * fw[i, 1], sign * fw[i, 2]
+                F[0] += f0
+                F[1] += f1
+                F[2] += f2
+                T[0] += d1 * f2 - d2 * f1
+                T[1] += d2 * f0 - d0 * f2
+                T[2] += d0 * f1 - d1 * f0
+                total += fc[i, 2]
+                for r in range(3):
+                    cp[r] += fc[i, 2] * x[r]
+        for r in range(3):
+            W[k, r] = R[0, r] * F[0] + R[1, r] * F[1] + R[2, r] * F[2]
+            W[k, 3 + r] = R[0, r] * T[0] + R[1, r] * T[1] + R[2, r] * T[2]
+        normal[k] = total
+        if total >= min_normal_force:
+            for r in range(3):
+                cop[k, r] = cp[r] / total
+    B = np.zeros((nj, 6))
+    side1 = np.zeros(nj, dtype=np.bool_)
+    side2 = np.zeros(nj, dtype=np.bool_)
+    count = np.zeros(nj)
+    mean = np.zeros((nj, 3))
+    for side in range(2):
+        count[:] = 0.0
+        mean[:] = 0.0
+        for i in range(m):
+            j = body1[i] if side == 0 else body2[i]
+            if j == 0:
+                continue
+            if side == 0:
+                side1[j] = True
+            else:
+                side2[j] = True
+            if j >= n_robot_joints:
+                x = p1[i] if side == 0 else p2[i]
+                count[j] += 1.0
+                for r in range(3):
+                    mean[j, r] += x[r]
+        for j in range(n_robot_joints, nj):
+            if count[j] > 0:
+                for r in range(3):
+                    mean[j, r] /= count[j]
+        for i in range(m):
+            j = body1[i] if side == 0 else body2[i]
+            if j == 0:
+                continue
+            sign = 1.0 if side == 0 else -1.0
+            x = p1[i] if side == 0 else p2[i]
+            if j < n_robot_joints:
+                o0, o1, o2 = placements[j, 0, 3], placements[j, 1, 3], placements[j, 2, 3]
+            else:
+                o0, o1, o2 = mean[j, 0], mean[j, 1], mean[j, 2]
+            d0, d1, d2 = x[0] - o0, x[1] - o1, x[2] - o2
+            f0, f1, f2 = sign * fw[i, 0], sign * fw[i, 1], sign * fw[i, 2]
+            B[j, 0] += f0
+            B[j, 1] += f1
+            B[j, 2] += f2
+            B[j, 3] += d1 * f2 - d2 * f1
+            B[j, 4] += d2 * f0 - d0 * f2
+            B[j, 5] += d0 * f1 - d1 * f0
+    return W, normal, cop, B, side1, side2
+
+
+@njit(cache=True, error_model="numpy")
+def ground_support(p2, fn, active, on_ground, R, origin, min_normal_force):
+    """The support of geometry contacts (``Observer._ground_support``, its numpy reference):
+    the contacts carrying force (active, f_n > 0) on the ground plane, their hull in surface
+    coordinates ``Rᵀ(p₂ − o)`` (``hull_2d``), and a code: 1 when a contact carrying force is off
+    the ground plane, else 2 when the ground's Σ f_n < ``min_normal_force``, else 0 with the
+    ZMP ``Σ f_n p₂ / Σ f_n`` and whether it lies in the hull (``in_polygon``, tol 1e-6).
+
+    Returns:
+        zmp (3,) (NaN unless code 0), hull (k, 2), code, inside (−1 unless code 0).
+    """
+    m = p2.shape[0]
+    sel = np.zeros(m, dtype=np.bool_)
+    off = False
+    total = 0.0
+    z = np.zeros(3)
+    k = 0
+    for i in range(m):
+        if not (active[i] and fn[i] > 0.0):
+            continue
+        if on_ground[i]:
+            sel[i] = True
+            k += 1
+            total += fn[i]
+            for r in range(3):
+                z[r] += fn[i] * p2[i, r]
+        else:
+            off = True
+    local = np.empty((k, 2))
+    j = 0
+    for i in range(m):
+        if sel[i]:
+            d0, d1, d2 = p2[i, 0] - origin[0], p2[i, 1] - origin[1], p2[i, 2] - origin[2]
+            for c in range(2):
+                local[j, c] = d0 * R[0, c] + d1 * R[1, c] + d2 * R[2, c]
+            j += 1
+    hull = hull_2d(local)
+    zmp = np.full(3, np.nan)
+    if off:
+        return zmp, hull, 1, -1
+    if total < min_normal_force:
+        return zmp, hull, 2, -1
+    for r in range(3):
+        zmp[r] = z[r] / total
+    zl = np.empty(2)
+    d0, d1, d2 = zmp[0] - origin[0], zmp[1] - origin[1], zmp[2] - origin[2]
+    for c in range(2):
+        zl[c] = d0 * R[0, c] + d1 * R[1, c] + d2 * R[2, c]
+    return zmp, hull, 0, 1 if in_polygon(zl, hull, 1e-6) else 0
+
+
+@njit(cache=True, error_model="numpy")
+def contact_extremes(fc, phi, active, mu):
+    """The cone violation ``max(‖f_t‖ − μ_i f_n, 0)`` over the contacts (0 if none), the most
+    negative normal force of the active ones (0 if none) and the penetration
+    ``max(0, −min φ)`` (0 if none)."""
+    cone, fmin, pen = 0.0, np.inf, 0.0
+    for i in range(phi.shape[0]):
+        cone = max(cone, np.sqrt(fc[i, 0] ** 2 + fc[i, 1] ** 2) - mu[i] * fc[i, 2])
+        if active[i]:
+            fmin = min(fmin, fc[i, 2])
+        pen = max(pen, -phi[i])
+    return cone, 0.0 if fmin == np.inf else fmin, pen
 
 
 def _layout(robot: RobotModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -105,9 +105,9 @@ class StepResult:
     """
 
     __slots__ = ("_R", "_f_world", "a", "active", "contacts", "energy_prev", "f_contact",
-                 "f_external", "frames", "ids", "p", "phi", "placements", "q", "q_objects",
-                 "q_prev", "stats", "t", "tau", "tau_external", "v", "v_objects", "vc",
-                 "vc_next")
+                 "f_external", "frames", "ids", "joint_placements", "p", "phi", "placements",
+                 "q", "q_objects", "q_prev", "stats", "t", "tau", "tau_external", "v",
+                 "v_objects", "vc", "vc_next")
 
     def __init__(self, t: float, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau: np.ndarray,
                  p: np.ndarray, phi: np.ndarray, vc: np.ndarray, f_contact: np.ndarray,
@@ -123,7 +123,7 @@ class StepResult:
             placements
         self._R = R
         self.q_prev, self.energy_prev, self.tau_external = q_prev, energy_prev, tau_external
-        self.frames = self.contacts = None
+        self.frames = self.contacts = self.joint_placements = None
         self.q_objects = self.v_objects = _EMPTY
 
     @property
@@ -453,6 +453,11 @@ class Simulator:
                             self._R_world, q_robot, energy, tau_ext)
         if self.geometry is not None:
             result.frames, result.contacts = self._contact_set.frames, self._contact_set
+            ws = self.workspace  # the joints at the step's start (contact_state's compute)
+            P = np.empty((len(ws.translations), 3, 4))
+            P[:, :, :3] = ws.rotations
+            P[:, :, 3] = ws.translations
+            result.joint_placements = P
             result.q_objects, result.v_objects = self.q_objects, self.v_objects
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
