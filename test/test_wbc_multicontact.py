@@ -343,8 +343,8 @@ def test_multicontact_sequence_of_fig6(robot):
     q0 = robot.standing_configuration()
     beh = make_behavior("multicontact", robot, q0, **FIG6)
     ctrl = make_controller("wbc", robot, beh, DT, add_force=10.0, unload_time=0.5,
-                           transition_time=0.5, release_force=5.0, kp_torso=100.0,
-                           am_task=False)
+                           transition_time=0.5, release_force=5.0, add_cop_fraction=1.0,
+                           add_hold=0.0)
     p = beh.params
     sim = _Harness(robot, q0)
     sim.constraints = {"left_foot": None, "right_foot": None}
@@ -430,12 +430,13 @@ def test_lean_on_table_with_a_hand_that_must_not_slip(robot):
     (6 mm measured, as the hand joins), no torque saturated but within 0.1 s of the hand
     joining, 20 steps at most (11 measured: the welded palm, pressed by its pose task, reacts
     as no table would), the push stroke tracked within 5 mm. (The welded hand reports any CoP,
-    so the flat-palm rule of adding is left off here.)"""
+    so the flat-palm rule of adding is left off here; the behaviour's other ``wbc`` defaults,
+    torso task and no angular-momentum task, apply.)"""
     q0 = robot.standing_configuration()
     beh = make_behavior("lean_on_table", robot, q0)
     ctrl = make_controller("wbc", robot, beh, DT, add_force=1.0, unload_time=0.5,
-                           transition_time=0.5, release_force=5.0, kp_torso=100.0,
-                           am_task=False)
+                           transition_time=0.5, release_force=5.0, add_cop_fraction=1.0,
+                           add_hold=0.0)
     p = beh.params
     sim = _Harness(robot, q0)
     sim.constraints = {"left_foot": None, "right_foot": None}
@@ -609,3 +610,21 @@ def test_reach_over_a_table_edge_and_arm_posture(robot):
         assert np.linalg.norm(pin.log3(data.oMf[palm].rotation)) < 1e-6
         assert (qj >= robot.q_lower - 1e-12).all() and (qj <= robot.q_upper + 1e-12).all()
         assert np.array_equal(qj[rest], q0[robot.q_idx][rest])
+
+
+@pytest.mark.parametrize("behavior", ["multicontact", "lean_on_table"])
+def test_hand_behaviors_bring_their_wbc_settings_under_the_users(robot, behavior):
+    """``make_controller`` (the CLI and the controller node alike) puts the behaviour's
+    ``controller_defaults`` under the user's settings: the torso task and no angular-momentum
+    task for hands in the support, unless the user says otherwise; other behaviours keep the
+    controller's own defaults."""
+    from biped_contact_sim.control.multicontact import HAND_SUPPORT
+
+    beh = make_behavior(behavior, robot, robot.standing_configuration())
+    s = make_controller("wbc", robot, beh, DT).settings
+    assert all(getattr(s, k) == v for k, v in HAND_SUPPORT.items())
+    s = make_controller("wbc", robot, beh, DT, kp_torso=50.0, am_task=True).settings
+    assert (s.kp_torso, s.am_task, s.add_force) == (50.0, True, HAND_SUPPORT["add_force"])
+    plain = make_controller("wbc", robot, make_behavior("stand", robot,
+                                                        robot.standing_configuration()), DT)
+    assert (plain.settings.kp_torso, plain.settings.am_task) == (0.0, True)

@@ -285,9 +285,8 @@ def build(scenario_name: str, contact_model: str | None = None, controller: str 
                               f"{ctrl_name!r}; use joint_pd, or one of the scenarios "
                               f"{', '.join(with_behavior)}")
         behavior = control_layer.make_behavior(scenario.behavior, robot, q0, **behavior_sets)
-        gains = {**scenario.controller_defaults.get(ctrl_name, {}), **ctrl_sets}
         control = ClosedLoop(control_layer.make_controller(ctrl_name, robot, behavior, sim.dt,
-                                                           **gains), robot)
+                                                           **ctrl_sets), robot)
     elif ctrl_sets:
         raise ConfigError(f"controller 'none' takes no settings; got {sorted(ctrl_sets)}")
     return (scenario, params, robot, sim, ctrl_name, control,

@@ -65,8 +65,11 @@ def behavior_class(name: str) -> type[Behavior]:
 
 def make_controller(name: str, robot, behavior: Behavior, dt: float,
                     **settings: Any) -> Controller:
-    """Build a controller by registry name (unknown names and settings raise ConfigError)."""
-    return controller_class(name)(robot, behavior, dt, **settings)
+    """Build a controller by registry name (unknown names and settings raise ConfigError),
+    with the behaviour's defaults for it (``Behavior.controller_defaults[name]``) under
+    ``settings``."""
+    merged = {**behavior.controller_defaults.get(name, {}), **settings}
+    return controller_class(name)(robot, behavior, dt, **merged)
 
 
 def make_behavior(name: str, robot, q0, **params: Any) -> Behavior:

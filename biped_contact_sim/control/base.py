@@ -141,10 +141,14 @@ class Behavior(ABC):
 
     Built from the robot and the initial configuration q0 (its feet placements define the
     footholds). ``duration`` is how long the behaviour needs (a scenario's default length).
+    ``controller_defaults``: per controller name, the settings this behaviour needs of it
+    (``make_controller`` puts the user's settings over them: ``biped-sim --set controller.*``,
+    the controller node's ``controller_settings``).
     """
 
     name: ClassVar[str]
     duration: float = 5.0
+    controller_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @abstractmethod
     def reference(self, t: float) -> Reference:

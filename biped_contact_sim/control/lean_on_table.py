@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pinocchio as pin
@@ -44,6 +44,7 @@ from biped_contact_sim.control.base import (
 from biped_contact_sim.control.multicontact import (
     APPROACH,
     FEET,
+    HAND_SUPPORT,
     HANDS,
     PRESS,
     REACH_RISE,
@@ -140,6 +141,7 @@ class LeanOnTableBehavior(Behavior):
     """
 
     name = "lean_on_table"
+    controller_defaults: ClassVar[dict[str, dict[str, Any]]] = {"wbc": HAND_SUPPORT}
 
     def __init__(self, robot, q0, **params: Any):
         self.params = p = behavior_params("lean_on_table", LeanOnTableParams, params)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pinocchio as pin
@@ -52,6 +52,13 @@ APPROACH, PRESS = 0.03, 0.005  # above the table before landing; into a surface 
 # palm rises before it turns far enough to dig its edge into the table.
 REACH_RISE = (0.6, 0.0)
 PANEL_RISE = (0.3, 0.0)
+# What ``wbc`` needs for hands in the support (docs/methods.md §4.2): a hand joins once it
+# lies flat and carries load and leaves unloaded (``control.contact_set``); the torso is held
+# upright and the double-support angular-momentum task is off (a reaching arm would make it
+# pitch the torso back).
+HAND_SUPPORT = {"add_force": 1.0, "add_cop_fraction": 0.8, "add_hold": 0.03,
+                "unload_time": 0.3, "transition_time": 0.2, "kp_torso": 100.0,
+                "am_task": False}
 
 
 def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
@@ -225,6 +232,7 @@ class MultiContactBehavior(Behavior):
     """
 
     name = "multicontact"
+    controller_defaults: ClassVar[dict[str, dict[str, Any]]] = {"wbc": HAND_SUPPORT}
 
     def __init__(self, robot, q0, **params: Any):
         self.params = p = behavior_params("multicontact", MultiContactParams, params)
@@ -362,4 +370,4 @@ class MultiContactBehavior(Behavior):
                          feet=hands, q_joints=posture, cop=cop)
 
 
-__all__ = ["MultiContactBehavior", "MultiContactParams", "arm_posture"]
+__all__ = ["HAND_SUPPORT", "MultiContactBehavior", "MultiContactParams", "arm_posture"]

@@ -90,8 +90,6 @@ class Scenario:
     robot_factory: Callable[[dict[str, Any]], RobotModel] | None = None
     world: str | None = None  # world file (config/worlds/<name>.yaml); None: the terrain
     contacts: str = "points"  # default contact mode (simulator.CONTACT_MODES)
-    # ``controller.*`` defaults per controller name (``--set controller.<gain>`` overrides)
-    controller_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def simulator_options(self, params: dict[str, Any]) -> dict[str, Any]:
         """``Simulator`` keyword arguments ``world`` and ``contacts`` of the scenario (a world
@@ -276,12 +274,6 @@ GEOMETRY = "geometry"
 _GEOMETRY_CONTACT = {**_BIPED_CONTACT,
                      "penalty_fl": {**_BIPED_CONTACT["penalty_fl"],
                                     "separation_damping": True}}
-# The humanoid's wbc: hands join the support once they lie flat and carry load, leave it
-# unloaded (control.contact_set); the torso is held upright and the double-support
-# angular-momentum task is off (a reaching arm would make it pitch the torso back).
-_HAND_TRANSITIONS = {"add_force": 1.0, "add_cop_fraction": 0.8, "add_hold": 0.03,
-                     "unload_time": 0.3, "transition_time": 0.2, "kp_torso": 100.0,
-                     "am_task": False}
 _BOX_CONTACT = {"penalty_fl": {"separation_damping": True},
                 "spring_damper": {"stiffness": 2e4, "damping": 50.0,
                                   "tangential_stiffness": 2e4, "tangential_damping": 50.0}}
@@ -405,16 +397,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         params={"mu": Param(0.8, "friction coefficient of the unlisted pairs (feet on the "
                                  "floor)", lo=0.0)},
         initial_state=_standing_state, contact_defaults=_GEOMETRY_CONTACT, controller="wbc",
-        biped=True, behavior="lean_on_table", world="lean_on_table",
-        controller_defaults={"wbc": _HAND_TRANSITIONS}),
+        biped=True, behavior="lean_on_table", world="lean_on_table"),
     Scenario(
         "multicontact", "Humanoid from two to four to three contacts: both palms on a table, "
         "then the right palm pressing 60 N on a side panel while sliding, CoM vertical "
         "sinusoid (Sentis et al. Fig. 6; world multicontact).", "humanoid", duration=None,
         dt=1e-3, params={"mu": Param(0.8, "friction coefficient", lo=0.0)},
         initial_state=_standing_state, contact_defaults=_GEOMETRY_CONTACT, controller="wbc",
-        biped=True, behavior="multicontact", world="multicontact",
-        controller_defaults={"wbc": _HAND_TRANSITIONS}),
+        biped=True, behavior="multicontact", world="multicontact"),
 )}
 
 
