@@ -39,7 +39,8 @@ ARGUMENTS = [
      "gauss_seidel, time_stepping, acceleration_lcp); settable at run time with ros2 param set"),
     ("controller", "wbc", "Controller: ctc (computed torque) or wbc (whole-body with internal "
      "forces)"),
-    ("behavior", "stand", "Behaviour of the controller: stand, sway, walk or planar_walk"),
+    ("behavior", "stand", "Behaviour of the controller: stand, sway, walk or planar_walk "
+     "(the humanoid's: lean_on_table, multicontact)"),
     ("rviz", "false", "Start RViz with config/biped.rviz"),
     ("lockstep", "true", "The simulator advances one control period per command answering its "
      "last state (deterministic); false: free running, waiting for late commands"),
