@@ -7,22 +7,26 @@ References for ``wbc`` (with contact transitions), times relative to the start, 
 quintic blend σ(s) = 10s³ − 15s⁴ + 6s⁵ (``control.multicontact``):
 
 1. reach (``reach_time``): the left palm from its pose at q0 to 3 cm above its table point
-   (x = ``table_x``, y = ``hand_y``, z = ``table_height``), level (normal up); the right hand
-   holds its pose at q0;
+   (x = ``table_x``, y = ``hand_y``, z = ``table_height``), level (normal up), rising before
+   it advances (it starts below the table top); the CoM pre-leans ``pre_lean`` forward on the
+   feet, their CoPs under it (the table is out of the arm's reach from q0); the right hand is
+   carried with the CoM;
 2. land (``land_time``): the left palm descends to 5 mm below the table top, asked into the
-   support from the start of the descent (the controller adds it once loaded);
+   support from the start of the descent (the controller adds it once flat and loaded);
 3. lean (``lean_time``, after ``settle``): three-contact support (feet, left hand), the CoM
-   moves ``lean`` forward — past the toes with the defaults: the robot would fall without the
-   hand;
+   moves ``lean`` − ``pre_lean`` further forward — past the toes with the defaults: the robot
+   would fall without the hand — and ``lean_y`` towards the hand;
 4. approach (``approach_time``): the right palm, level, to ``push_height`` above the table,
    its front edge 1 cm behind the object's near face (x = ``object_x``, y = ``object_y``);
 5. push (``push_time``): the right hand moves ``push_distance`` forward (+x) and pushes the
    object with the front of the hand; then holds (``hold``).
 
-Internal forces: the least change from zero that leaves the hand no tangential force
-(``Reference.no_slip``: the hand rests on a table of μ = 0.4, the feet carry the horizontal
-forces); CoPs at the contact centres. The object's slide distance is the
-scenario's measurement (the world and the contact model decide it, not this behaviour).
+Posture references: the left arm's configuration with its palm on the table point (inverse
+kinematics, ``multicontact.arm_posture``), the body pre-leaned, then leaned. Internal forces:
+the hand has no tangential force (``Reference.no_slip``: a table of μ = 0.4, the feet carry
+the horizontal forces) and at least ``hand_load`` (``Reference.preload``); CoPs at their
+references. The object's slide distance is the scenario's measurement (the world and the
+contact model decide it, not this behaviour).
 """
 
 from __future__ import annotations

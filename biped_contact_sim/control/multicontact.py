@@ -5,11 +5,13 @@ References for ``wbc`` (with contact transitions: ``add_force``, ``unload_time``
 σ(s) = 10s³ − 15s⁴ + 6s⁵ (zero velocity and acceleration at both ends):
 
 1. reach (``reach_time``): both palms from their pose at q0 to 3 cm above their table points
-   (x = ``table_x``, y = ±``hand_y``, z = ``table_height``), level (normal up);
+   (x = ``table_x``, y = ±``hand_y``, z = ``table_height``), level (normal up), rising before
+   they advance; the CoM pre-leans ``pre_lean`` forward on the feet, their CoPs under it;
 2. land (``land_time``): the palms descend to 5 mm below the table top; both hands are asked
-   into the support from the start of the descent (the controller adds each once loaded);
-3. lean (``lean_time``, after ``settle``): four-contact support, the CoM moves ``lean``
-   towards the table;
+   into the support from the start of the descent (the controller adds each once flat and
+   loaded); in the second half of ``settle`` the feet's CoPs return to the soles' centres;
+3. lean (``lean_time``): four-contact support, the CoM moves ``lean`` towards the table and
+   ``lean_y`` towards the left hand;
 4. release: the right hand is dropped from the stance (the controller unloads it first) and,
    ``release_time`` later, moves (``to_panel_time``) to 2 cm off a vertical panel on the right
    (plane y = ``panel_y``, normal +y, at x = ``panel_x``, z = ``panel_z``), palm facing it,
@@ -20,9 +22,10 @@ References for ``wbc`` (with contact transitions: ``add_force``, ``unload_time``
    along the panel (from rest, back and forth over A_s) while the CoM follows a vertical
    sinusoid z₀ − A_c(1 − cos(2πt/com_period)).
 
-Internal forces: all zero (F_int,ref = 0, the paper's 0₁₂ for three contacts); CoPs at the
-contact centres. The scenarios that run this need hands that touch tables and panels (the
-collision issue); until then ``test_wbc_multicontact`` runs it with the contacts held as
+Posture references: the arms' configurations with the palms on the table and on the panel
+(``arm_posture``). Internal forces: all zero (F_int,ref = 0, the paper's 0₁₂ for three
+contacts); CoPs at the contact centres. Scenario ``multicontact`` runs it in the world of
+``config/worlds/multicontact.yaml``; ``test_wbc_multicontact`` also with the contacts held as
 constraints.
 """
 
