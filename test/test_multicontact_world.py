@@ -7,7 +7,9 @@ control reading only the measured wrenches. The issue's acceptance figures, from
 2 mm, internal tensions and normal moments within 5 N / 0.5 N·m of zero (the paper's
 F_int,ref = 0) and CoPs within 10 mm of their references in the steady phases, CoM error
 below 5 mm, no torque saturated; the panel force within 5 N of 60 N while sliding on 99 %
-of the samples (max and mean asserted separately: single-step stick–slip spikes)."""
+of the samples, its mean error below 1 N (not its maximum: in this closed chain of contacts
+the rigid models' forces are not unique, and gauss_seidel returns another solution, with
+~40 N less on the panel, on ~0.6 % of the steps)."""
 
 import pytest
 
