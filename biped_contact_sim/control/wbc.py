@@ -402,24 +402,14 @@ class WholeBodyController(Controller):
                 x_axis = rotations[:, :, 0].sum(axis=0).tolist()
                 self._R_base_ref = pin.rpy.rpyToMatrix(0.0, 0.0, math.atan2(x_axis[1],
                                                                              x_axis[0]))
-            J_up[i:i + 3] = pin.getFrameJacobian(model, data, base_id, LWA)[3:]
-            alpha_b = pin.getFrameClassicalAcceleration(model, data, base_id, LWA).angular
-            wb = pin.getFrameVelocity(model, data, base_id, LWA).angular
-            e_up[i:i + 3] = s.kp_base * pin.log3(dot(self._R_base_ref,
-                                                     data.oMf[base_id].rotation.T)) \
-                - s.kd_base * wb - alpha_b
+            self._orientation_rows(base_id, s.kp_base, s.kd_base, J_up[i:i + 3], e_up[i:i + 3])
             i += 3
         if s.kp_torso > 0:
             # Torso upright with the base's heading (our addition, after the base): with a hand
             # in the support, the posture task acts in a few directions only, and the CoM task
             # alone moves the CoM by pitching the heavy torso, which folds the arm.
-            tid = self._torso_frame
-            J_up[i:i + 3] = pin.getFrameJacobian(model, data, tid, LWA)[3:]
-            alpha_t = pin.getFrameClassicalAcceleration(model, data, tid, LWA).angular
-            wt = pin.getFrameVelocity(model, data, tid, LWA).angular
-            e_up[i:i + 3] = s.kp_torso * pin.log3(dot(self._R_base_ref,
-                                                      data.oMf[tid].rotation.T)) \
-                - s.kd_torso * wt - alpha_t
+            self._orientation_rows(self._torso_frame, s.kp_torso, s.kd_torso, J_up[i:i + 3],
+                                   e_up[i:i + 3])
         w_am, e_am = None, 0.0
         if am:
             # Angular momentum about the CoP line (App. B, eqs. 68–74). With coplanar feet the
@@ -544,6 +534,17 @@ class WholeBodyController(Controller):
             del self._released[name]
             return target
         return blended
+
+    def _orientation_rows(self, frame_id: int, kp: float, kd: float, J_out: np.ndarray,
+                          e_out: np.ndarray) -> None:
+        """Rows of a frame's orientation task towards ``_R_base_ref`` (upright, the stance's
+        heading): J = its angular Jacobian (world axes), e = kp log(R_ref Rᵀ) − kd ω − J̇ v."""
+        model, data = self.robot.model, self.data
+        J_out[:] = pin.getFrameJacobian(model, data, frame_id, LWA)[3:]
+        alpha = pin.getFrameClassicalAcceleration(model, data, frame_id, LWA).angular
+        omega = pin.getFrameVelocity(model, data, frame_id, LWA).angular
+        e_out[:] = kp * pin.log3(np.dot(self._R_base_ref, data.oMf[frame_id].rotation.T)) \
+            - kd * omega - alpha
 
     def _pose_task(self, body, target, v: np.ndarray, J_out: np.ndarray,
                    e_out: np.ndarray) -> None:
