@@ -468,6 +468,19 @@ def geometry_wrenches_reference(body1, body2, p1, p2, frames, fc, placements, bo
 
 
 @njit(cache=True, error_model="numpy")
+def _sole_pose(P, S):
+    """(R, o) of a sole frame: the joint's placement P = [R_j | p_j] (3 × 4) composed with the
+    sole's placement S in the joint (3 × 4), R = R_j R_s, o = R_j p_s + p_j."""
+    R = np.empty((3, 3))
+    o = np.empty(3)
+    for r in range(3):
+        for c in range(3):
+            R[r, c] = P[r, 0] * S[0, c] + P[r, 1] * S[1, c] + P[r, 2] * S[2, c]
+        o[r] = P[r, 0] * S[0, 3] + P[r, 1] * S[1, 3] + P[r, 2] * S[2, 3] + P[r, 3]
+    return R, o
+
+
+@njit(cache=True, error_model="numpy")
 def geometry_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, sole,
                       n_robot_joints, min_normal_force):
     """The wrenches of geometry contacts (``Observer.observe_geometry``; numpy reference
@@ -496,14 +509,7 @@ def geometry_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, 
     cop = np.full((nb, 3), np.nan)
     for k in range(nb):
         j = body_joint[k]
-        P = placements[j]
-        S = sole[k]
-        R = np.empty((3, 3))
-        o = np.empty(3)
-        for r in range(3):
-            for col in range(3):
-                R[r, col] = P[r, 0] * S[0, col] + P[r, 1] * S[1, col] + P[r, 2] * S[2, col]
-            o[r] = P[r, 0] * S[0, 3] + P[r, 1] * S[1, 3] + P[r, 2] * S[2, 3] + P[r, 3]
+        R, o = _sole_pose(placements[j], sole[k])
         F = np.zeros(3)
         T = np.zeros(3)
         cp = np.zeros(3)
@@ -670,14 +676,7 @@ def sole_wrenches(p, f_world, fn, placements, body_joint, sole, ranges, min_norm
     normal = np.zeros(nb)
     cop = np.full((nb, 3), np.nan)
     for k in range(nb):
-        P = placements[body_joint[k]]
-        S = sole[k]
-        R = np.empty((3, 3))
-        o = np.empty(3)
-        for r in range(3):
-            for c in range(3):
-                R[r, c] = P[r, 0] * S[0, c] + P[r, 1] * S[1, c] + P[r, 2] * S[2, c]
-            o[r] = P[r, 0] * S[0, 3] + P[r, 1] * S[1, 3] + P[r, 2] * S[2, 3] + P[r, 3]
+        R, o = _sole_pose(placements[body_joint[k]], sole[k])
         F = np.zeros(3)
         T = np.zeros(3)
         cp = np.zeros(3)
