@@ -259,18 +259,9 @@ class Observer:
 
     def observe_geometry_reference(self, step: StepResult, q_prev: np.ndarray,
                                    v_prev: np.ndarray) -> Observation:
-        """``observe_geometry`` with numpy and pinocchio's frames only (the reference of the
-        compiled path, and the path for a q_prev that is not the step's start).
-
-        Contact i acts on body 1 with ``f_i`` (world) at p₁ and on body 2 with ``−f_i`` at p₂.
-        Per configured contact body (sole or palm frame k): its wrench and CoP from the
-        contacts on that body's link (as ``feet`` with points contacts). Per body in contact:
-        ``[Σ f; Σ (p − o_j) × f]`` about its joint origin o_j (world; a free object's torque is
-        about the mean of its contact points). ZMP: the CoP of the
-        ground contacts (normal forces along the ground normal) — defined only when every
-        contact carrying force is on the ground plane, else None with ``zmp_reason``; the
-        support polygon: the hull of those ground points.
-        """
+        """``observe_geometry`` (the same observables, defined there) with numpy and
+        pinocchio's frames only: the reference of the compiled path, and the path for a q_prev
+        that is not the step's start."""
         robot, data, model = self.robot, self.data, self.robot.model
         c, fc, fw = step.contacts, step.f_contact, step.f_world
         fn = fc[:, 2]
