@@ -3,9 +3,11 @@ the robot config has its ``contact_wrench/<body>`` topic, published by the simul
 period and read by the controller, and its contact points in ``contact_markers``. Set-up as in
 test_nodes_simulator.py."""
 
+import pytest
 from checks import (
     Recorder,
     check_a_wrench_of_every_contact_body_every_period,
+    check_closed_loop,
     check_controller_waits_for_every_contact_wrench,
 )
 
@@ -38,3 +40,21 @@ def test_controller_reads_the_wrench_of_every_contact_body(ros):
     ros.start("controller", robot=ROBOT, robot_config=ROBOT, controller="ctc",
               behavior="stand", diagnostics_rate=5.0)
     check_controller_waits_for_every_contact_wrench(ros.probe, ROBOT, BODIES)
+
+
+@pytest.mark.parametrize(("scenario", "duration"), [("lean_on_table", 8.5),
+                                                    ("multicontact", 12.1)])
+def test_hand_scenarios_over_ros_in_lockstep(ros, scenario, duration):
+    """``lean_on_table`` and ``multicontact`` over ROS (lockstep, as fast as possible): the
+    simulator node with the scenario's world and the controller node with the behaviour of
+    the same name, which brings its own ``wbc`` settings; the whole sequence without
+    divergence or fall, one command per period, every command accepted (the controller reads
+    the wrenches of all four contact bodies: it computes only once all have arrived)."""
+    ros.start("simulator", robot=ROBOT, robot_config=ROBOT, scenario=scenario,
+              lockstep=True, real_time_factor=0.0)
+    ros.start("controller", robot=ROBOT, robot_config=ROBOT, controller="wbc",
+              behavior=scenario)
+    r = check_closed_loop(ros.probe, duration, 0.6, timeout=900.0)
+    assert r.commands >= round(duration / 0.001) - 1
+    print(f"\n{scenario} over ROS: {r.sim_time:.2f} s simulated in {r.wall_time:.1f} s wall, "
+          f"{r.commands} commands, lowest base {r.min_base_height:.3f} m")
