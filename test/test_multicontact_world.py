@@ -6,10 +6,7 @@ control reading only the measured wrenches. The issue's acceptance figures, from
 ``summary.json`` (``metrics.multicontact``): all transitions, no fall, no contact slip above
 2 mm, internal tensions and normal moments within 5 N / 0.5 N·m of zero (the paper's
 F_int,ref = 0) and CoPs within 10 mm of their references in the steady phases, CoM error
-below 5 mm, no torque saturated; the panel force within 5 N of 60 N while sliding on 99 %
-of the samples, its mean error below 1 N (not its maximum: in this closed chain of contacts
-the rigid models' forces are not unique, and gauss_seidel returns another solution, with
-~40 N less on the panel, on ~0.6 % of the steps)."""
+below 5 mm, no torque saturated, the panel force within 5 N of 60 N while sliding."""
 
 import pytest
 
@@ -32,6 +29,4 @@ def test_multicontact_sequence_in_the_world(model):
     assert mc["steady_cop_error_max_m"] < 0.01
     assert m["com_error_max_m"] < 5e-3
     assert m["torque_saturation_fraction"] == 0.0
-    assert mc["right_hand_force_error_p99_N"] < 5.0
-    assert mc["right_hand_force_error_mean_N"] < 1.0
-    assert mc["right_hand_force_within_5N_fraction"] > 0.99
+    assert mc["right_hand_force_error_max_N"] < 5.0

@@ -57,8 +57,7 @@ def multicontact_metrics(result) -> dict[str, Any]:
       largest distance of a measured CoP from its reference (``cops``, ``cop_refs``);
     * in the force phase, |F − F_ref| of the body's measured normal force (infinite if it had
       none: off its surface): largest, 99th percentile, mean and the fraction of samples
-      within 5 N (a rigid model's forces in a closed chain of contacts are not unique: a
-      solver may return another solution for one step, a single-sample spike).
+      within 5 N (the largest alone hides whether an error is one sample or a drift).
     """
     behavior = result.behavior
     phases = getattr(behavior, "steady_phases", None)
