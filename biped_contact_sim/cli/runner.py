@@ -27,8 +27,8 @@ import pinocchio as pin
 from numba import njit
 
 from biped_contact_sim import control as control_layer
+from biped_contact_sim.cli.metrics import biped_metrics, multicontact_metrics, object_metrics
 from biped_contact_sim.cli.progress import progress_bar
-from biped_contact_sim.cli.world_metrics import multicontact_metrics, object_metrics
 from biped_contact_sim.contact import make_contact_model
 from biped_contact_sim.contact.base import Stats, positive
 from biped_contact_sim.control import Controller, Measurement
@@ -38,7 +38,6 @@ from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.observables import (
     Observation,
     Observer,
-    configured_point_values,
     foot_wrenches,
 )
 from biped_contact_sim.sim.scenarios import SCENARIOS, Scenario, get_scenario
@@ -49,7 +48,6 @@ CONTROLLERS = ("none", "joint_pd", *control_layer.CONTROLLERS)
 DEFAULT_CONTACT_MODEL = "penalty_fl"
 DEFAULT_DURATION = 5.0  # [s] a scenario without its own duration, run without a behaviour
 FALL_HEIGHT_RATIO = 0.5  # a biped whose base drops below half its initial height has fallen
-COP_MIN_SHARE = 0.1  # a foot's CoP is compared with its target above this share of the load
 PROGRESS_CHUNK = 100  # steps between progress-bar updates
 
 
@@ -669,113 +667,6 @@ def accumulate_step(acc, phi, fc, vc_next, active, mu):
     for k in range(4):
         acc[ACC_RES_MAX + k] = max(acc[ACC_RES_MAX + k], res[k])
         acc[ACC_RES_SUM + k] += res[k]
-
-
-def biped_metrics(result: RunResult) -> dict[str, Any]:
-    """Whole-run figures of a biped run, from the recorded samples (docs/architecture.md
-    "summary.json").
-
-    * ``min_point_normal_force_N``: the smallest normal force of any configured contact point
-      in any sample (0: some vertex unloaded or lifted; with geometry contacts the contact at
-      that vertex, 0 N where there is none);
-    * ``torque_saturation_fraction``: samples with some |τ_j| ≥ 0.999 τ_max,j;
-    * ``com_travel_m``: CoM displacement (x, y) from the first to the last sample;
-    * with a behaviour: ``planned_distance_m`` (if it plans one), ``progress_fraction``,
-      ``stance_slip_max_m`` — the largest horizontal drift of a sole origin from where it was
-      at the start of each reference stance interval (touch-down), and ``steps_completed`` —
-      touch-downs of the reference that happened before the run ended; ``stance_slip_m`` the
-      same drift per contact body (a hand on a table).
-    """
-    robot, samples = result.robot, result.samples
-    if not samples:
-        return {}
-    limit = robot.effort_limit
-    tau = np.array([s.step.tau for s in samples])
-    com = np.array([s.obs.com for s in samples])
-    # per configured sole vertex (geometry contacts: the contact at that vertex; none: 0 N)
-    fn = np.nan_to_num(np.array([configured_point_values(robot, s.step, s.step.f_contact[:, 2])
-                                 for s in samples]), nan=0.0)
-    out: dict[str, Any] = {
-        # below 0+ means some sole vertex carried no load at some sample (a lifting foot edge)
-        "min_point_normal_force_N": float(fn.min()) if fn.size else None,
-        "torque_saturation_fraction": float(np.mean((np.abs(tau) >= 0.999 * limit).any(axis=1))),
-        "max_torque_ratio": float((np.abs(tau) / limit).max()),
-        "com_travel_m": [float(x) for x in com[-1, :2] - com[0, :2]],
-    }
-    behavior = result.behavior
-    if behavior is None:
-        return out
-    planned = getattr(behavior, "planned_distance", None)
-    if planned:
-        out["planned_distance_m"] = float(planned)
-        out["progress_fraction"] = float((com[-1, 0] - com[0, 0]) / planned)
-    data = robot.create_data()
-    anchors: dict[str, np.ndarray] = {}
-    slips = {b.name: 0.0 for b in robot.contact_bodies}
-    slip, touchdowns, previous = 0.0, 0, None
-    for smp in samples:
-        stance = behavior.reference(smp.step.t).stance
-        pin.framesForwardKinematics(robot.model, data, smp.step.q)
-        for body in robot.contact_bodies:
-            xy = data.oMf[body.frame_id].translation[:2]
-            if body.name not in stance:
-                anchors.pop(body.name, None)
-            elif body.name not in anchors:
-                anchors[body.name] = xy.copy()
-                if previous is not None and body.name not in previous:
-                    touchdowns += 1
-            else:
-                drift = float(np.linalg.norm(xy - anchors[body.name]))
-                slip = max(slip, drift)
-                slips[body.name] = max(slips[body.name], drift)
-        previous = stance
-    out["stance_slip_max_m"] = slip
-    out["stance_slip_m"] = slips
-    out["steps_completed"] = touchdowns
-    out.update(_tracking_metrics(result))
-    return out
-
-
-def _tracking_metrics(result: RunResult, settle: float = 0.5) -> dict[str, Any]:
-    """Tracking figures from the controller's diagnostics after ``settle`` seconds, against
-    what is measured: CoM error (``com_error``), joint tracking RMS (``q_err``), internal
-    tension from the measured sole wrenches against its reference (``tension``,
-    ``tension_ref``), and each stance foot's measured CoP (from the contact forces) against its
-    target (``cop_refs``, world, in ``stance`` order). CoP targets count in double support
-    only (in single support the stance CoP is the ZMP the motion needs, not a target) and for
-    feet carrying at least ``COP_MIN_SHARE`` of the measured normal load (the CoP of a foot
-    touching down or lifting off sits on whichever vertex still touches)."""
-    names = [b.name for b in result.robot.contact_bodies]
-    com, q_rms, tension, cop = [], [], [], []
-    for smp in result.samples:
-        info = smp.info
-        if smp.step.t < settle or not info:
-            continue
-        if np.isfinite(info.get("com_error", np.nan)):
-            com.append(info["com_error"])
-        if "q_err" in info:
-            q_rms.append(float(np.sqrt(np.mean(np.square(info["q_err"])))))
-        if "tension" in info and np.isfinite(info["tension"]):
-            tension.append(abs(info["tension"] - info["tension_ref"]))
-        stance = info.get("stance", ())
-        total = sum(f.normal_force for f in smp.obs.feet)
-        for i, foot in enumerate(stance if len(stance) >= 2 else ()):
-            refs = info.get("cop_refs")
-            obs = smp.obs.feet[names.index(foot)]
-            if (refs is not None and i < len(refs) and obs.cop is not None
-                    and obs.normal_force >= COP_MIN_SHARE * total):
-                cop.append(float(np.linalg.norm(obs.cop[:2] - refs[i][:2])))
-    out: dict[str, Any] = {}
-    if com:
-        out["com_error_max_m"] = float(np.max(com))
-    if q_rms:
-        out["joint_tracking_rms_deg"] = float(np.degrees(np.sqrt(np.mean(np.square(q_rms)))))
-    if tension:
-        out["tension_error_max_N"] = float(np.max(tension))
-        out["tension_error_rms_N"] = float(np.sqrt(np.mean(np.square(tension))))
-    if cop:
-        out["cop_error_max_m"] = float(np.max(cop))
-    return out
 
 
 @dataclass(frozen=True)

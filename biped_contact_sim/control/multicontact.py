@@ -271,7 +271,7 @@ class MultiContactBehavior(Behavior):
         self.t_press = self.t_touch + p.touch_time
         self.t_slide = self.t_press + p.press_time
         self.duration = self.t_slide + p.slide_time
-        # steady phases of the acceptance figures (``cli.world_metrics``): four contacts after
+        # steady phases of the acceptance figures (``cli.metrics``): four contacts after
         # most of the lean, three contacts while sliding; the force task's slide
         self.steady_phases = ((self.t_lean + 0.7 * p.lean_time, self.t_release),
                               (self.t_slide + 0.2, self.duration))
