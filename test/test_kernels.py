@@ -355,3 +355,95 @@ def test_ground_support_kernel_equals_the_numpy_reference_on_random_problems():
             assert got[1] == want[1] and got[2] == want[2]
             assert got[3].shape == want[3].shape
             assert np.allclose(got[3], want[3], rtol=0.0, atol=1e-10)
+
+
+def _skew(p):
+    return np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+
+
+def _point_reference(model, data, j, local):
+    """World point, point Jacobian (3, nv), velocity and classical acceleration at q̈ = 0 of
+    the point ``local`` of joint j (0: the static world), from pinocchio's own results."""
+    nv, j = model.nv, int(j)
+    if j == 0:
+        return local.copy(), np.zeros((3, nv)), np.zeros(3), np.zeros(3)
+    M, V, A = data.oMi[j], data.v[j], data.a[j]
+    p = M.act(local)
+    Jw = pin.getJointJacobian(model, data, j, pin.ReferenceFrame.WORLD)
+    Jp = Jw[:3] - _skew(p) @ Jw[3:]
+    vl = V.linear + np.cross(V.angular, local)
+    gl = A.linear + np.cross(A.angular, local) + np.cross(V.angular, vl)
+    return p, Jp, M.rotation @ vl, M.rotation @ gl
+
+
+@pytest.mark.parametrize("case", ["biped_on_a_step", "box_stack"])
+def test_geometry_step_terms_equal_the_numpy_reference(case):
+    """``contact_geometry.geometry_step_terms`` (the contact set's ``F``, ``I`` read whole)
+    against pinocchio's joint Jacobians and motions in numpy: ``J_c = Cᵀ(J₁(p₁) − J₂(p₂))``,
+    ``γ_c``, ``v_c``, ``φ = nᵀ(p₁ − p₂)``, τ_free, a_free = M⁻¹τ_free and the joint placements,
+    to 1e-10 (1e-9 through M⁻¹), at captured configurations and random velocities."""
+    rng = np.random.default_rng(5)
+    if case == "biped_on_a_step":
+        world = {"boxes": [{"name": "step", "size": [0.6, 1.0, 0.05],
+                            "position": [0.35, 0, -0.02], "rpy": [0.0, 0.05, 0.1]}]}
+        robot = RobotModel.load("biped3d")
+        q0 = robot.standing_configuration()
+        q0[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.03, -0.02, 0.2)).coeffs()
+    else:
+        world = {"objects": [{"name": "top", "shape": "box", "size": [0.1, 0.1, 0.1],
+                              "mass": 1.0, "position": [0.02, 0.01, 0.149],
+                              "rpy": [0.0, 0.0, 0.3]}]}
+        robot = RobotModel.load("box")
+        q0 = robot.configuration([0.0, 0.0, 0.05])
+    from biped_contact_sim.sim.world import parse_world
+    sim = Simulator(robot, make_contact_model("time_stepping"), contacts="geometry",
+                    world=parse_world(world))
+    geo = sim.geometry
+    model = geo.model
+    q = np.concatenate([q0, sim.q_objects])
+    data = model.createData()
+    for _ in range(3):
+        v = rng.standard_normal(model.nv)
+        tau = rng.standard_normal(robot.n_joints) * 500  # beyond the limits: clamped
+        geo.workspace.compute(q, v)
+        c = geo.detect()
+        m = len(c)
+        assert m > 0
+        W, p, state, finite = geo.state(v, tau, sim._limit, sim._v_idx, sim._zero_nv, sim.dt,
+                                        robot.n_joints, c)
+        assert finite
+        pin.computeAllTerms(model, data, q, v)
+        pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
+        Jc = np.empty((3 * m, model.nv))
+        gc = np.empty(3 * m)
+        vc = np.empty((m, 3))
+        phi = np.empty(m)
+        p1 = np.empty((m, 3))
+        for i in range(m):
+            C = c.frames[i]
+            a, Ja, va, ga = _point_reference(model, data, c.body1[i], c.local1[i])
+            b, Jb, vb, gb = _point_reference(model, data, c.body2[i], c.local2[i])
+            p1[i] = a
+            Jc[3 * i:3 * i + 3] = C.T @ (Ja - Jb)
+            gc[3 * i:3 * i + 3] = C.T @ (ga - gb)
+            vc[i] = C.T @ (va - vb)
+            phi[i] = C[:, 2] @ (a - b)
+        tau_c = np.clip(tau, -robot.effort_limit, robot.effort_limit)
+        tau_free = -data.nle.copy()
+        tau_free[sim._v_idx] += tau_c
+        M = data.M.copy()
+        M[np.tril_indices(model.nv, -1)] = M.T[np.tril_indices(model.nv, -1)]
+        np.testing.assert_allclose(p, p1, atol=TOL, rtol=0)
+        np.testing.assert_allclose(state.phi, phi, atol=TOL, rtol=0)
+        np.testing.assert_allclose(state.Jc, Jc, atol=TOL, rtol=0)
+        np.testing.assert_allclose(state.gamma_c, gc, atol=TOL, rtol=0)
+        np.testing.assert_allclose(state.vc, vc, atol=TOL, rtol=0)
+        np.testing.assert_allclose(state.tau_free, tau_free, atol=TOL, rtol=0)
+        np.testing.assert_allclose(state.a_free, np.linalg.solve(M, tau_free), atol=1e-9,
+                                   rtol=1e-9)
+        P = geo.placements
+        assert P.shape == (model.njoints, 3, 4)
+        for j in range(model.njoints):
+            np.testing.assert_array_equal(P[j, :, :3], data.oMi[j].rotation)
+            np.testing.assert_array_equal(P[j, :, 3], data.oMi[j].translation)
+        q = pin.integrate(model, q, 1e-3 * rng.standard_normal(model.nv))

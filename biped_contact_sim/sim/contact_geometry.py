@@ -34,6 +34,11 @@ from biped_contact_sim.robot.kernels import (
     unpack,
 )
 from biped_contact_sim.sim.collision import (
+    F_FRAME,
+    F_LOCAL1,
+    F_LOCAL2,
+    I_BODY1,
+    I_BODY2,
     CollisionSettings,
     Contacts,
     Detector,
@@ -47,26 +52,37 @@ from biped_contact_sim.sim.world import ContactLaw, Plane, World, build_world_mo
 # --------------------------------------------------------------------- per-step terms
 @njit(cache=True, error_model="numpy")
 def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations,
-                        velocities, accelerations, support, body1, local1, body2, local2,
-                        frames):
+                        velocities, accelerations, support, floats, ints):
     """``robot.kernels.step_terms`` for contacts between two bodies: the point terms of p₁ on
     body 1 minus those of p₂ on body 2 (``J_c = Cᵀ(J₁ − J₂)``, ``γ_c``, ``v_c`` likewise;
     body 0, the world, contributes nothing), then ``free_motion``. The gap is ``nᵀ(p₁ − p₂)``
     with both points moved with their bodies from where they were detected (``local1``,
-    ``local2`` in the joint frames).
+    ``local2`` in the joint frames). ``floats``, ``ints``: the contact set's two arrays
+    (``collision.Contacts``).
 
     Returns:
-        W, p₁ (m, 3), phi, vc, finite (``step_terms``'s buffer layout).
+        W, p₁ (m, 3), phi, vc, the joint placements ``[R_b | t_b]`` (njoints, 3, 4), finite
+        (``step_terms``'s buffer layout).
     """
     nv = v.shape[0]
     nj = tau.shape[0]
-    m = body1.shape[0]
+    m = floats.shape[0]
+    body1 = ints[:, I_BODY1]
+    body2 = ints[:, I_BODY2]
+    local1 = floats[:, F_LOCAL1:F_LOCAL1 + 3]
+    local2 = floats[:, F_LOCAL2:F_LOCAL2 + 3]
+    frames = np.empty((m, 3, 3))
+    for i in range(m):
+        for r in range(3):
+            for c in range(3):
+                frames[i, r, c] = floats[i, F_FRAME + 3 * r + c]
     W = np.empty(packed_size(m, nv, nj))
     Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
     finite = clamp_torques(tau, limit, tc_o)
     origin = np.zeros((m, 3))  # point_terms reads origins[i] (its phi is not used)
-    p, phi, pt, vc, _ = point_terms(J, v, rotations, translations, velocities, accelerations,
-                                    support, body1, local1, frames, origin, Jc_o, gc_o)
+    p, phi, pt, vc, placements = point_terms(J, v, rotations, translations, velocities,
+                                             accelerations, support, body1, local1, frames,
+                                             origin, Jc_o, gc_o)
     Jc2 = np.empty((3 * m, nv))
     gc2 = np.empty(3 * m)
     p2, _, _, vc2, _ = point_terms(J, v, rotations, translations, velocities, accelerations,
@@ -82,7 +98,7 @@ def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
         for c in range(3):
             vc[i, c] -= vc2[i, c]
     free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
-    return W, p, phi, vc, finite
+    return W, p, phi, vc, placements, finite
 
 
 class GeometryWorkspace:
@@ -142,6 +158,8 @@ class GeometryContacts:
         nq_robot, nv_robot: the robot's prefix of q and v.
         timed: time each detection (``biped-sim bench`` sets it; off by default: the two
             CPU-clock reads cost about 3 µs, a sixth of a detection).
+        placements: (njoints, 3, 4) the joint placements ``[R_b | t_b]`` of the last ``state``
+            (a copy: the observers read them after the Data moved on).
         detect_time: CPU seconds (this thread) spent in timed detections; detect_calls: how
             many were timed.
     """
@@ -156,6 +174,7 @@ class GeometryContacts:
         self.nq_robot, self.nv_robot = robot.nq, robot.nv
         self.timed = False
         self.detect_time, self.detect_calls = 0.0, 0
+        self.placements: np.ndarray | None = None
 
     def detect(self) -> Contacts:
         """The contacts at the configuration of the last ``workspace.compute``."""
@@ -174,10 +193,11 @@ class GeometryContacts:
         (detected there, or at the step's start for the RK4 stages: the same feature points,
         their gaps and Jacobians at the stage's configuration)."""
         ws = self.workspace
-        W, p, phi, vc, finite = geometry_step_terms(
+        W, p, phi, vc, placements, finite = geometry_step_terms(
             ws.J, ws.U, ws.D, ws.nle, v, tau, limit, v_idx, extra, ws.rotations,
-            ws.translations, ws.velocities, ws.accelerations, ws.support, contacts.body1,
-            contacts.local1, contacts.body2, contacts.local2, contacts.frames)
+            ws.translations, ws.velocities, ws.accelerations, ws.support, contacts.floats,
+            contacts.ints)
         state = ContactState.from_packed(dt, phi, vc, contacts.p_tangent, contacts.mu,
                                          contacts.ids, (W, len(phi), self.model.nv, nj))
+        self.placements = placements
         return W, p, state, finite
