@@ -83,20 +83,28 @@ def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
     p, phi, pt, vc, placements = point_terms(J, v, rotations, translations, velocities,
                                              accelerations, support, body1, local1, frames,
                                              origin, Jc_o, gc_o)
-    Jc2 = np.empty((3 * m, nv))
-    gc2 = np.empty(3 * m)
-    p2, _, _, vc2, _ = point_terms(J, v, rotations, translations, velocities, accelerations,
-                                   support, body2, local2, frames, origin, Jc2, gc2)
-    for r in range(3 * m):
-        gc_o[r] -= gc2[r]
-        for k in range(nv):
-            Jc_o[r, k] -= Jc2[r, k]
+    moving2 = False
+    for i in range(m):
+        moving2 = moving2 or body2[i] != 0
+    if moving2:  # some body 2 moves: its point terms come off body 1's
+        Jc2 = np.empty((3 * m, nv))
+        gc2 = np.empty(3 * m)
+        p2, _, _, vc2, _ = point_terms(J, v, rotations, translations, velocities,
+                                       accelerations, support, body2, local2, frames, origin,
+                                       Jc2, gc2)
+        for r in range(3 * m):
+            gc_o[r] -= gc2[r]
+            for k in range(nv):
+                Jc_o[r, k] -= Jc2[r, k]
+        for i in range(m):
+            for c in range(3):
+                vc[i, c] -= vc2[i, c]
+    else:  # every body 2 is the static world: p₂ = local2, no motion (the same numbers)
+        p2 = local2
     for i in range(m):
         C = frames[i]
         phi[i] = C[0, 2] * (p[i, 0] - p2[i, 0]) + C[1, 2] * (p[i, 1] - p2[i, 1]) \
             + C[2, 2] * (p[i, 2] - p2[i, 2])
-        for c in range(3):
-            vc[i, c] -= vc2[i, c]
     free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
     return W, p, phi, vc, placements, finite
 
@@ -117,7 +125,17 @@ class GeometryWorkspace:
             for k in model.supports[j]:
                 if k > 0:
                     self.support[j, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
-        self._live = False
+        self._live = self._terms_live = False
+        self.compute(pin.neutral(model), np.zeros(model.nv))
+        # eigenpy hands out views of Data's J, nle, U, D: held once when the held arrays follow
+        # a new computation (as ``TermsWorkspace``), else fetched again at every step
+        held = (self.J, self.nle, self.U, self.D)
+        before = [x.copy() for x in held]
+        self.compute(pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq)),
+                     np.ones(model.nv))
+        fresh = (data.J, data.nle, data.U, data.D)
+        self._terms_live = all(np.array_equal(a, b) for a, b in zip(held, fresh, strict=True)) \
+            and any(np.any(a != b) for a, b in zip(held, before, strict=True))
         self.compute(pin.neutral(model), np.zeros(model.nv))
 
     def compute(self, q: np.ndarray, v: np.ndarray) -> None:
@@ -125,6 +143,8 @@ class GeometryWorkspace:
         model, data = self.model, self.data
         pin.computeAllTerms(model, data, q, v)
         pin.cholesky.decompose(model, data)
+        if self._terms_live and self._live:
+            return
         self.J, self.nle, self.U, self.D = data.J, data.nle, data.U, data.D
         if self._live:
             return
