@@ -798,6 +798,25 @@ def detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, tra
 
 
 @njit(cache=True, error_model="numpy")
+def _frame_into(n0, n1, n2, out):
+    """``world.frame_from_normal`` of the normal (n0, n1, n2) into ``out`` (9,) row-major,
+    without temporaries (the same floating-point operations)."""
+    a0, a1, a2 = 0.0, n2, -n1  # n × e_x
+    s = np.sqrt(a0 ** 2 + a1 ** 2 + a2 ** 2)
+    if s < 1e-9:  # n along ±x
+        a0, a1, a2 = n1, -n0, 0.0  # n × e_z
+        s = np.sqrt(a0 ** 2 + a1 ** 2 + a2 ** 2)
+    a0, a1, a2 = a0 / s, a1 / s, a2 / s
+    if a1 < 0.0 or (a1 == 0.0 and a2 < 0.0):
+        a0, a1, a2 = -a0, -a1, -a2
+    out[0] = a1 * n2 - a2 * n1
+    out[3] = a2 * n0 - a0 * n2
+    out[6] = a0 * n1 - a1 * n0
+    out[1], out[4], out[7] = a0, a1, a2
+    out[2], out[5], out[8] = n0, n1, n2
+
+
+@njit(cache=True, error_model="numpy")
 def finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations, translations,
                   e_table, geom_mat, feature_mat, ground):
     """The contact set's two arrays ``(floats, ints)`` (``Contacts``; fresh, from the first n
@@ -818,10 +837,12 @@ def finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations, t
             floats[i, F_P1 + r] = P1[i, r]
             floats[i, F_P2 + r] = P2[i, r]
             floats[i, F_NORMAL + r] = N[i, r]
-        C = frame_from_normal(N[i])
-        for r in range(3):
-            for c in range(3):
-                floats[i, F_FRAME + 3 * r + c] = C[r, c]
+        if i > 0 and N[i, 0] == N[i - 1, 0] and N[i, 1] == N[i - 1, 1] \
+                and N[i, 2] == N[i - 1, 2]:  # the same normal (a face's corners): its frame
+            for k in range(9):
+                floats[i, F_FRAME + k] = floats[i - 1, F_FRAME + k]
+        else:
+            _frame_into(N[i, 0], N[i, 1], N[i, 2], floats[i, F_FRAME:F_FRAME + 9])
         R, t = rotations[b1], translations[b1]
         for r in range(3):
             floats[i, F_LOCAL1 + r] = R[0, r] * (P1[i, 0] - t[0]) + R[1, r] * (P1[i, 1] - t[1]) \
@@ -830,9 +851,10 @@ def finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations, t
         for r in range(3):
             floats[i, F_LOCAL2 + r] = R[0, r] * (P2[i, 0] - t[0]) + R[1, r] * (P2[i, 1] - t[1]) \
                 + R[2, r] * (P2[i, 2] - t[2])
-        for c in range(2):
-            floats[i, F_PT + c] = C[0, c] * (P1[i, 0] - ANC[i, 0]) \
-                + C[1, c] * (P1[i, 1] - ANC[i, 1]) + C[2, c] * (P1[i, 2] - ANC[i, 2])
+        for c in range(2):  # C[r, c] = floats[i, F_FRAME + 3 r + c]
+            floats[i, F_PT + c] = floats[i, F_FRAME + c] * (P1[i, 0] - ANC[i, 0]) \
+                + floats[i, F_FRAME + 3 + c] * (P1[i, 1] - ANC[i, 1]) \
+                + floats[i, F_FRAME + 6 + c] * (P1[i, 2] - ANC[i, 2])
     return floats, ints
 
 
