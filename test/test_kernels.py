@@ -15,8 +15,10 @@ from biped_contact_sim.cli.runner import build
 from biped_contact_sim.contact import ContactState, make_contact_model
 from biped_contact_sim.contact.penalty_fl import min_norm_kernel
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.sim.collision import _alloc
 from biped_contact_sim.sim.simulator import SimSettings, Simulator
 from biped_contact_sim.sim.terrain import PlaneTerrain
+from biped_contact_sim.sim.world import parse_world
 from biped_contact_sim.solvers import min_norm_solve
 
 TOL = 1e-10
@@ -395,7 +397,6 @@ def test_geometry_step_terms_equal_the_numpy_reference(case):
                               "rpy": [0.0, 0.0, 0.3]}]}
         robot = RobotModel.load("box")
         q0 = robot.configuration([0.0, 0.0, 0.05])
-    from biped_contact_sim.sim.world import parse_world
     sim = Simulator(robot, make_contact_model("time_stepping"), contacts="geometry",
                     world=parse_world(world))
     geo = sim.geometry
@@ -441,6 +442,24 @@ def test_geometry_step_terms_equal_the_numpy_reference(case):
         np.testing.assert_allclose(state.tau_free, tau_free, atol=TOL, rtol=0)
         np.testing.assert_allclose(state.a_free, np.linalg.solve(M, tau_free), atol=1e-9,
                                    rtol=1e-9)
+        # the step's one call (detection and terms) gives the same numbers
+        c2, W2, p2, state2, finite2 = geo.detect_state(v, tau, sim._limit, sim._v_idx,
+                                                       sim._zero_nv, sim.dt, robot.n_joints)
+        assert finite2
+        np.testing.assert_array_equal(c2.floats, c.floats)
+        np.testing.assert_array_equal(c2.ints, c.ints)
+        for got, want in ((W2, W), (p2, p), (state2.phi, state.phi), (state2.vc, state.vc),
+                          (state2.mu, state.mu), (state2.ids, state.ids),
+                          (state2.p_tangent, state.p_tangent)):
+            np.testing.assert_array_equal(got, want)
+        # work arrays too short for the set: grown, and the same numbers again
+        geo.detector._capacity, geo.detector._out = 2, _alloc(2)
+        c3, W3, _, state3, _ = geo.detect_state(v, tau, sim._limit, sim._v_idx, sim._zero_nv,
+                                                sim.dt, robot.n_joints)
+        assert geo.detector._capacity >= m
+        np.testing.assert_array_equal(c3.floats, c.floats)
+        np.testing.assert_array_equal(W3, W)
+        np.testing.assert_array_equal(state3.phi, state.phi)
         P = geo.placements
         assert P.shape == (model.njoints, 3, 4)
         for j in range(model.njoints):

@@ -319,6 +319,7 @@ class Detector:
         self._capacity = 64
         self._out = _alloc(self._capacity)  # the kernel's work arrays, reused every step
         self._views = None
+        self._args = None  # kernel_args's cache
         self._feature_mat = np.concatenate([self.plane_mat, self.box_mat, self.geoms.material])
         self._ground = next((k for k, p in enumerate(world.planes) if p.name == "ground"), -1)
         self._joint_names = tuple(model.names)
@@ -337,29 +338,50 @@ class Detector:
         self._views = (data, rotations, translations) if live_r and live_t else None
         return rotations, translations
 
+    def kernel_args(self, data: pin.Data) -> tuple:
+        """The arguments of ``detect_finish_kernel`` at the placements in ``data.oMi`` (one
+        tuple, kept while the placements are views of ``data`` and the work arrays stay)."""
+        cached = self._args
+        if cached is not None and cached[0] is data and cached[1] is self._out:
+            return cached[2]
+        g = self.geoms
+        rotations, translations = self.placements(data)
+        args = (g.kind, g.joint, g.R, g.t, g.half, g.radius, g.group, g.material, rotations,
+                translations, self.plane_n, self.plane_o, self.plane_mat, self.box_R,
+                self.box_t, self.box_half, self.box_mat, self.mu_table, self.settings.margin,
+                *self._out, self.e_table, self._feature_mat, self._ground)
+        self._args = (data, self._out, args) if self._views is not None else None
+        return args
+
+    def contacts(self, floats: np.ndarray, ints: np.ndarray) -> Contacts:
+        """The contact set of ``detect_finish_kernel``'s two arrays."""
+        return Contacts(floats, ints, self._joint_names)
+
     def detect(self, data: pin.Data) -> Contacts:
         """The contacts at the placements in ``data.oMi`` (forward kinematics done)."""
-        g, s = self.geoms, self.settings
-        rotations, translations = self.placements(data)
-        while True:
-            out = self._out
-            n, nf, floats, ints = detect_finish_kernel(
-                g.kind, g.joint, g.R, g.t, g.half, g.radius, g.group, g.material, rotations,
-                translations, self.plane_n, self.plane_o, self.plane_mat, self.box_R,
-                self.box_t, self.box_half, self.box_mat, self.mu_table, s.margin, *out,
-                self.e_table, self._feature_mat, self._ground)
-            if n >= 0:
-                break
+        n, nf, floats, ints = detect_finish_kernel(*self.kernel_args(data))
+        if n < 0 or nf:
+            return self.finish(data, n, nf)
+        return Contacts(floats, ints, self._joint_names)
+
+    def finish(self, data: pin.Data, n: int, nf: int) -> Contacts:
+        """The contacts after ``detect_finish_kernel`` returned n < 0 (work arrays too short:
+        grown until they hold every contact) or nf > 0 pairs without a closed form (coal)."""
+        while n < 0:
             self._capacity *= 2
             self._out = _alloc(self._capacity)
-        if nf:  # pairs without a closed form: coal, then the set's arrays
-            _, _, Rw, cw = detect_kernel(
-                g.kind, g.joint, g.R, g.t, g.half, g.radius, g.group, g.material, rotations,
-                translations, self.plane_n, self.plane_o, self.plane_mat, self.box_R,
-                self.box_t, self.box_half, self.box_mat, self.mu_table, s.margin, *out)
-            n = self._fallback(out, n, nf, Rw, cw, rotations, translations)
-            floats, ints = finish_kernel(n, *self._out[:-1], rotations, translations,
-                                 self.e_table, g.material, self._feature_mat, self._ground)
+            n, nf, floats, ints = detect_finish_kernel(*self.kernel_args(data))
+        if not nf:
+            return Contacts(floats, ints, self._joint_names)
+        g, s, out = self.geoms, self.settings, self._out
+        rotations, translations = self.placements(data)
+        _, _, Rw, cw = detect_kernel(
+            g.kind, g.joint, g.R, g.t, g.half, g.radius, g.group, g.material, rotations,
+            translations, self.plane_n, self.plane_o, self.plane_mat, self.box_R,
+            self.box_t, self.box_half, self.box_mat, self.mu_table, s.margin, *out)
+        n = self._fallback(out, n, nf, Rw, cw, rotations, translations)
+        floats, ints = finish_kernel(n, *self._out[:-1], rotations, translations,
+                                     self.e_table, g.material, self._feature_mat, self._ground)
         return Contacts(floats, ints, self._joint_names)
 
     def _fallback(self, out, n, nf, Rw, cw, rotations, translations) -> int:

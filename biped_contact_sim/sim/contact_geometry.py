@@ -43,6 +43,7 @@ from biped_contact_sim.sim.collision import (
     Contacts,
     Detector,
     collision_model,
+    detect_finish_kernel,
     stacked_views,
 )
 from biped_contact_sim.sim.terrain import PlaneTerrain
@@ -107,6 +108,34 @@ def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
             + C[2, 2] * (p[i, 2] - p2[i, 2])
     free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
     return W, p, phi, vc, placements, finite
+
+
+@njit(cache=True, error_model="numpy")
+def detect_step_terms(kind, joint, gR, gt, half, radius, group, gmat, rotations, translations,
+                      plane_n, plane_o, plane_mat, box_R, box_t, box_half, box_mat, mu_table,
+                      margin, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK, e_table,
+                      feature_mat, ground, J, U, D, nle, v, tau, limit, v_idx, extra, velocities,
+                      accelerations, support):
+    """The step's detection and its terms in one call: ``collision.detect_finish_kernel``
+    (its arguments first, as ``Detector.kernel_args``), then ``geometry_step_terms`` on the
+    set it found. When the detection needs Python (n < 0: work arrays too short; nf > 0:
+    pairs for coal) the terms are left out (empty) and the caller finishes both apart.
+
+    Returns:
+        n, nf, the set's (floats, ints), then ``geometry_step_terms``'s W, p₁, phi, vc, joint
+        placements, finite.
+    """
+    n, nf, floats, ints = detect_finish_kernel(
+        kind, joint, gR, gt, half, radius, group, gmat, rotations, translations, plane_n,
+        plane_o, plane_mat, box_R, box_t, box_half, box_mat, mu_table, margin, B1, B2, P1, P2,
+        N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK, e_table, feature_mat, ground)
+    if n < 0 or nf > 0:
+        floats = np.empty((0, floats.shape[1]))
+        ints = np.empty((0, ints.shape[1]), dtype=np.int64)
+    W, p, phi, vc, placements, finite = geometry_step_terms(
+        J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations, velocities,
+        accelerations, support, floats, ints)
+    return n, nf, floats, ints, W, p, phi, vc, placements, finite
 
 
 class GeometryWorkspace:
@@ -205,6 +234,27 @@ class GeometryContacts:
         self.detect_time += time.thread_time() - t0
         self.detect_calls += 1
         return contacts
+
+    def detect_state(self, v: np.ndarray, tau: np.ndarray, limit: np.ndarray,
+                     v_idx: np.ndarray, extra: np.ndarray, dt: float,
+                     nj: int) -> tuple[Contacts, np.ndarray, np.ndarray, ContactState, bool]:
+        """``detect`` then ``state`` (one compiled call, ``detect_step_terms``, unless the
+        detection is timed or needs Python): ``(contacts, W, p₁, ContactState, finite)``."""
+        if self.timed:
+            contacts = self.detect()
+            return (contacts, *self.state(v, tau, limit, v_idx, extra, dt, nj, contacts))
+        ws = self.workspace
+        n, nf, floats, ints, W, p, phi, vc, placements, finite = detect_step_terms(
+            *self.detector.kernel_args(self.data), ws.J, ws.U, ws.D, ws.nle, v, tau, limit,
+            v_idx, extra, ws.velocities, ws.accelerations, ws.support)
+        if n < 0 or nf:
+            contacts = self.detector.finish(self.data, n, nf)
+            return (contacts, *self.state(v, tau, limit, v_idx, extra, dt, nj, contacts))
+        contacts = self.detector.contacts(floats, ints)
+        self.placements = placements
+        state = ContactState.from_packed(dt, phi, vc, contacts.p_tangent, contacts.mu,
+                                         contacts.ids, (W, n, self.model.nv, nj))
+        return contacts, W, p, state, finite
 
     def state(self, v: np.ndarray, tau: np.ndarray, limit: np.ndarray, v_idx: np.ndarray,
               extra: np.ndarray, dt: float, nj: int,

@@ -357,16 +357,17 @@ class Simulator:
             if self._f_ext is not None:
                 self._tau_ext = extra
         if self.geometry is not None:
-            detected = contacts is None
-            if detected:
-                contacts = self._contact_set = self.geometry.detect()
-            W, p, state, finite = self.geometry.state(
-                v, tau, self._limit, self._v_idx, extra, self.settings.dt, self._n_joints,
-                contacts)
+            if contacts is None:  # detected here (one compiled call with the terms)
+                contacts, W, p, state, finite = self.geometry.detect_state(
+                    v, tau, self._limit, self._v_idx, extra, self.settings.dt, self._n_joints)
+                self._contact_set = contacts
+                self._joint_placements = self.geometry.placements  # the step's start
+            else:  # an RK4 stage: the step's contact set
+                W, p, state, finite = self.geometry.state(
+                    v, tau, self._limit, self._v_idx, extra, self.settings.dt, self._n_joints,
+                    contacts)
             if not finite:
                 raise InputError("torque command contains NaN or Inf")
-            if detected:  # the step's start (not an RK4 stage's)
-                self._joint_placements = self.geometry.placements
             return StepTerms(p, None, W, self._n_joints), state
         W, p, phi, pt, vc, placements, finite = step_terms(
             ws.J, ws.U, ws.D, ws.nle, v, tau, self._limit, self._v_idx, extra, ws.rotations,
