@@ -466,3 +466,32 @@ def test_geometry_step_terms_equal_the_numpy_reference(case):
             np.testing.assert_array_equal(P[j, :, :3], data.oMi[j].rotation)
             np.testing.assert_array_equal(P[j, :, 3], data.oMi[j].translation)
         q = pin.integrate(model, q, 1e-3 * rng.standard_normal(model.nv))
+
+
+class _Unpacked(ContactState):
+    """A packed state that hides its buffer from the models (their ``state.delassus`` path)."""
+
+    @property
+    def packed(self):
+        return None
+
+
+@pytest.mark.parametrize("contacts", ["points", "geometry"])
+@pytest.mark.parametrize("model", ["gauss_seidel", "time_stepping", "acceleration_lcp"])
+def test_models_from_the_step_buffer_equal_their_delassus_path(model, contacts):
+    """``*_from_packed`` (the Delassus operator made inside the model's compiled call) gives
+    exactly the forces, active set and statistics of the model's kernel on
+    ``state.delassus``, on states captured along a ``stand`` run (touch-down and rest)."""
+    _, _, robot, sim, _, control, *_ = build("stand", model, controller="joint_pd",
+                                             sets={"contacts": contacts})
+    for k in range(60):
+        tau = control(sim.t, sim.q, sim.v)
+        _, state = sim.contact_state(*sim.full_state(), tau)
+        if k % 6 == 0:
+            hidden = _Unpacked.from_packed(state.dt, state.phi, state.vc, state.p_tangent,
+                                           state.mu, state.ids, state.packed)
+            got = sim.contact.compute(state, commit=False)
+            want = sim.contact.compute(hidden, commit=False)
+            assert np.array_equal(got.f, want.f) and np.array_equal(got.active, want.active)
+            assert np.array_equal(got.stats.values, want.stats.values)
+        sim.step(tau)
