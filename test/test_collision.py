@@ -13,7 +13,10 @@ from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.collision import (
     CollisionSettings,
     Detector,
+    _alloc,
     collision_model,
+    finish_kernel,
+    finish_reference,
     sole_studs,
 )
 from biped_contact_sim.sim.world import (
@@ -319,3 +322,89 @@ def test_compiled_box_plane_contacts_equal_a_numpy_reference_on_pinocchio_placem
         np.testing.assert_allclose(c.phi[box], c.p1[box, 2], atol=1e-10, rtol=0)
         checked += len(ref)
     assert checked >= 8
+
+
+FIELDS = ("body1", "body2", "ids", "geom1", "other", "on_ground", "p1", "p2", "normal", "phi",
+          "mu", "restitution", "frames", "local1", "local2", "p_tangent")
+
+
+def _check_finish(c, ref):
+    for name in FIELDS:
+        got, want = getattr(c, name), ref[name]
+        assert got.shape == want.shape and got.dtype == want.dtype, name
+        np.testing.assert_allclose(got, want, atol=1e-10, rtol=0, err_msg=name)
+
+
+def test_finish_kernel_equals_the_numpy_reference_on_random_rows():
+    """The contact set's two arrays (``Contacts.floats``, ``Contacts.ints``) from random work rows
+    (bodies, points, unit normals, anchors, materials) at random joint placements: every field
+    equals ``finish_reference`` to 1e-10."""
+    robot = RobotModel.load("biped3d")
+    model = robot.model
+    data = robot.create_data()
+    det = Detector(model, collision_model(robot), parse_world(None))
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 13):
+        q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
+        pin.forwardKinematics(model, data, q)
+        R, t = det.placements(data)
+        work = _alloc(16)
+        work[0][:n] = rng.integers(0, model.njoints, n)
+        work[1][:n] = rng.integers(0, model.njoints, n)
+        for k in (2, 3, 8):
+            work[k][:n] = rng.standard_normal((n, 3))
+        normal = rng.standard_normal((n, 3))
+        normal[: n // 3, :2] = 0.0  # some along ±z, and one along x
+        if n:
+            normal[-1] = (-1.0, 0.0, 0.0)
+        work[4][:n] = normal / np.linalg.norm(normal, axis=1)[:, None]
+        work[5][:n] = rng.uniform(-0.01, 0.01, n)
+        work[6][:n] = rng.integers(0, 10**6, n)
+        work[7][:n] = rng.uniform(0.1, 1.0, n)
+        e_table = rng.uniform(0.0, 1.0, (3, 3))
+        geom_mat = rng.integers(0, 3, 5)
+        feature_mat = rng.integers(0, 3, 7)
+        work[9][:n] = rng.integers(0, 5, n)
+        work[10][:n] = rng.integers(0, 7, n)
+        floats, ints = finish_kernel(n, *work[:-1], R, t, e_table, geom_mat, feature_mat, 2)
+        c = type(det.detect(data))(floats, ints, tuple(model.names))
+        assert len(c) == n
+        _check_finish(c, finish_reference(n, work, R, t, e_table, geom_mat, feature_mat, 2))
+
+
+@pytest.mark.parametrize("case", ["biped", "stack"])
+def test_detection_equals_the_numpy_reference_on_captured_sets(case):
+    """Captured contact sets (the biped standing tilted on the ground; a box on a box on a
+    table, with moving body 2): the compiled set equals ``finish_reference`` of the detector's
+    own work rows to 1e-10, and a set stays as it was after later detections (fresh arrays)."""
+    if case == "biped":
+        robot = RobotModel.load("biped3d")
+        model, world, joints = robot.model, parse_world(None), ()
+        det = Detector(model, collision_model(robot), world, joints)
+        data = robot.create_data()
+        q = robot.standing_configuration()
+        q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.02, -0.03, 0.3)).coeffs()
+        moved = q.copy()
+        moved[2] += 0.2
+    else:
+        spec = {"boxes": [{"name": "table", "size": [0.5, 0.5, 0.1], "position": [0, 0, 0.05]}],
+                "objects": [_box("low", z=0.1249, rpy=(0.0, 0.0, 0.2)),
+                            _box("top", z=0.1748, rpy=(0.01, -0.01, 0.5))]}
+        det, data, world, model = _objects_only(spec)
+        q = object_state(world)[0]
+        moved = q.copy()
+        moved[2] += 0.05
+    pin.forwardKinematics(model, data, q)
+    c = det.detect(data)
+    assert len(c) >= 4
+    if case == "stack":
+        assert (c.body2 != 0).any() and (c.body2 == 0).any()
+    R, t = det.placements(data)
+    ref = finish_reference(len(c), det._out, R, t, det.e_table, det.geoms.material,
+                           det._feature_mat, det._ground)
+    _check_finish(c, ref)
+    kept = {name: np.array(getattr(c, name)) for name in FIELDS}
+    pin.forwardKinematics(model, data, moved)
+    assert len(det.detect(data)) < len(c)
+    for name in FIELDS:
+        np.testing.assert_array_equal(getattr(c, name), kept[name])

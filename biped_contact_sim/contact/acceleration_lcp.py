@@ -95,6 +95,7 @@ import numpy as np
 
 from biped_contact_sim.contact.acceleration_lcp_kernel import (
     ACC_STATS,
+    acceleration_lcp_from_packed,
     acceleration_lcp_kernel,
 )
 from biped_contact_sim.contact.base import (
@@ -305,10 +306,17 @@ class AccelerationLCPContact(ContactModel):
         f = np.zeros((m_all, 3))
         hit = np.empty(m_all, dtype=bool)
         stats = np.empty(len(ACC_STATS))
-        G, b = state.delassus(self._all, s.drift_term)  # module docstring, step 3
         rows = np.empty((m_all, self._warm.width))
-        acceleration_lcp_kernel(G, b, vc, phi, state.mu, e, dt, self._D, self._params,
-                                self._warm.keys, self._warm.rows, keys, f, hit, rows, stats)
+        packed = state.packed
+        if packed is not None:  # G and b (module docstring, step 3) in the same call
+            acceleration_lcp_from_packed(*packed, self._all, s.drift_term, vc, phi, state.mu, e,
+                                         dt, self._D, self._params, self._warm.keys,
+                                         self._warm.rows, keys, f, hit, rows, stats)
+        else:
+            G, b = state.delassus(self._all, s.drift_term)  # module docstring, step 3
+            acceleration_lcp_kernel(G, b, vc, phi, state.mu, e, dt, self._D, self._params,
+                                    self._warm.keys, self._warm.rows, keys, f, hit, rows,
+                                    stats)
         stats[5] = zeno
         if commit:
             self._warm.store(keys, rows)

@@ -13,6 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
+from biped_contact_sim.contact.base import packed_delassus
 from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts, impact_kernel
 from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
 from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
@@ -116,6 +117,17 @@ def _fb_norm(A, q, z):
 ACC_STATS = ("candidates", "active", "sliding", "system_size", "impacts", "zeno_events",
               "impact_failures", "solver_iterations", "warm_starts", "solver_failures",
               "lemke_fallbacks", "painleve_events", "residual")
+
+
+@njit(cache=True)
+def acceleration_lcp_from_packed(W, m, nv, nj, idx, drift, vc_all, phi_all, mu_all, e_all, dt,
+                                 D, params, warm_keys, warm_rows, keys_all, f_all,
+                                 impacting_all, rows_out, stats):
+    """``acceleration_lcp_kernel`` on ``packed_delassus(W, m, nv, nj, idx, drift)`` in one
+    call."""
+    G, b = packed_delassus(W, m, nv, nj, idx, drift)
+    acceleration_lcp_kernel(G, b, vc_all, phi_all, mu_all, e_all, dt, D, params, warm_keys,
+                            warm_rows, keys_all, f_all, impacting_all, rows_out, stats)
 
 
 @njit(cache=True)

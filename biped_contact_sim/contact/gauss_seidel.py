@@ -73,6 +73,7 @@ from biped_contact_sim.contact.base import (
     ContactResult,
     ContactState,
     Stats,
+    packed_delassus,
     positive,
 )
 from biped_contact_sim.errors import ConfigError
@@ -251,6 +252,16 @@ def newton_impact(G: np.ndarray, vc: np.ndarray, phi: np.ndarray, dt: float,
 # Statistics of one gauss_seidel step, in the order of the kernel's stats array.
 _GS_STATS = ("candidates", "system_size", "impacts", "impact_failures", "solver_iterations",
              "solver_failures", "residual")
+
+
+@njit(cache=True)
+def gauss_seidel_from_packed(W, m, nv, nj, idx, drift, vc_all, phi_all, mu_all, dt, params,
+                             warm_keys, warm_rows, keys, f, active, rows, stats):
+    """``gauss_seidel_contact_kernel`` on ``packed_delassus(W, m, nv, nj, idx, drift)`` (the
+    Delassus operator and b made and used in one call)."""
+    G, b = packed_delassus(W, m, nv, nj, idx, drift)
+    gauss_seidel_contact_kernel(G, b, vc_all, phi_all, mu_all, dt, params, warm_keys,
+                                warm_rows, keys, f, active, rows, stats)
 
 
 @njit(cache=True)
@@ -456,12 +467,18 @@ class GaussSeidelContact(ContactModel):
         stats = np.empty(len(_GS_STATS))
         # The Delassus matrix over every point: the kernel takes the candidates out of it (for
         # the few points of a sole this costs less than selecting them first).
-        G, b = state.delassus(self._all, self.settings.drift_term)  # b_v without the drift
         keys = contact_keys(state, self._all)
         rows = np.empty((m_all, 3))
-        gauss_seidel_contact_kernel(G, b, np.ascontiguousarray(state.vc), phi, state.mu,
-                                    state.dt, self._params, self._warm.keys, self._warm.rows,
-                                    keys, f, active, rows, stats)
+        vc, packed = np.ascontiguousarray(state.vc), state.packed
+        if packed is not None:  # G and b in the same compiled call
+            gauss_seidel_from_packed(*packed, self._all, self.settings.drift_term, vc, phi,
+                                     state.mu, state.dt, self._params, self._warm.keys,
+                                     self._warm.rows, keys, f, active, rows, stats)
+        else:
+            G, b = state.delassus(self._all, self.settings.drift_term)  # b_v without drift
+            gauss_seidel_contact_kernel(G, b, vc, phi, state.mu, state.dt, self._params,
+                                        self._warm.keys, self._warm.rows, keys, f, active,
+                                        rows, stats)
         if commit:  # warm start from the step-3 forces only (impacts are not persistent)
             self._warm.store(keys, rows)
         return ContactResult(f, active, Stats(self.stat_names, stats))

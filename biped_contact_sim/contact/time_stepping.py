@@ -88,6 +88,7 @@ from biped_contact_sim.contact.base import (
     ContactResult,
     ContactState,
     Stats,
+    packed_delassus,
     positive,
 )
 from biped_contact_sim.contact.gauss_seidel import (
@@ -178,6 +179,16 @@ _TS_STATS = ("candidates", "system_size", "solver_iterations", "warm_starts",
              "solver_failures", "residual")
 # How the LCP was solved (the kernel's return code).
 _WARM, _LEMKE, _FB, _FALLBACK = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def time_stepping_from_packed(W, m, nv, nj, idx, vc_all, phi_all, mu_all, dt, D, params,
+                              warm_keys, warm_rows, keys, f, rows, stats):
+    """``time_stepping_kernel`` on ``packed_delassus(W, m, nv, nj, idx, False)`` (b_v: the
+    drift is not part of J_c v⁺) in one call."""
+    G, b = packed_delassus(W, m, nv, nj, idx, False)
+    time_stepping_kernel(G, b, vc_all, phi_all, mu_all, dt, D, params, warm_keys, warm_rows,
+                         keys, f, rows, stats)
 
 
 @njit(cache=True)
@@ -435,12 +446,17 @@ class TimeSteppingContact(ContactModel):
             self.reset(m_all)
         f = np.zeros((m_all, 3))
         stats = np.empty(len(_TS_STATS))
-        G, b = state.delassus(self._all, False)  # b_v: the drift is not part of J_c v⁺
         keys = contact_keys(state, self._all)
         rows = np.empty((m_all, self._warm.width))
-        time_stepping_kernel(G, b, np.ascontiguousarray(state.vc), phi, state.mu, state.dt,
-                             self._D, self._params, self._warm.keys, self._warm.rows, keys, f,
-                             rows, stats)
+        vc, packed = np.ascontiguousarray(state.vc), state.packed
+        if packed is not None:  # G and b in the same compiled call
+            time_stepping_from_packed(*packed, self._all, vc, phi, state.mu, state.dt, self._D,
+                                      self._params, self._warm.keys, self._warm.rows, keys, f,
+                                      rows, stats)
+        else:
+            G, b = state.delassus(self._all, False)  # b_v: the drift is not part of J_c v⁺
+            time_stepping_kernel(G, b, vc, phi, state.mu, state.dt, self._D, self._params,
+                                 self._warm.keys, self._warm.rows, keys, f, rows, stats)
         if commit:
             self._warm.store(keys, rows)
         return ContactResult(f, f[:, 2] > 0.0, Stats(self.stat_names, stats))

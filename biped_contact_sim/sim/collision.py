@@ -179,8 +179,21 @@ def _bounding_radius(shape, kind: int, half: np.ndarray) -> float:
     return float(shape.aabb_radius) + float(np.linalg.norm(shape.aabb_center))
 
 
+#: columns of ``Contacts.floats`` and ``Contacts.ints``, the detection's two arrays
+F_P1, F_P2, F_NORMAL, F_PHI, F_MU, F_E, F_FRAME, F_LOCAL1, F_LOCAL2, F_PT = \
+    0, 3, 6, 9, 10, 11, 12, 21, 24, 27
+F_COLS = 29
+I_BODY1, I_BODY2, I_ID, I_GEOM1, I_OTHER, I_GROUND = 0, 1, 2, 3, 4, 5
+I_COLS = 6
+
+
 class Contacts:
     """The contact set of one step (m contacts), world quantities (module docstring).
+
+    The detection hands back two arrays, ``floats`` (m, ``F_COLS``) floats and ``ints`` (m,
+    ``I_COLS``) ints, fresh at each step (a step's set stays valid after later steps); the
+    attributes are views into them, made when read (the step reads few of them; the compiled
+    step terms take ``floats`` and ``ints`` whole).
 
     Attributes:
         body1, body2: (m,) joints (0: the static world); p1, p2: (m, 3) points on each body;
@@ -194,12 +207,77 @@ class Contacts:
             ``<object>_root``).
     """
 
-    __slots__ = ("body1", "body2", "frames", "geom1", "ids", "joint_names", "local1", "local2",
-                 "mu", "normal", "on_ground", "other", "p1", "p2", "p_tangent", "phi",
-                 "restitution")
+    __slots__ = ("floats", "ints", "joint_names")
+
+    def __init__(self, floats: np.ndarray, ints: np.ndarray, joint_names: tuple[str, ...]):
+        self.floats, self.ints, self.joint_names = floats, ints, joint_names
 
     def __len__(self) -> int:
-        return len(self.phi)
+        return self.floats.shape[0]
+
+    @property
+    def body1(self) -> np.ndarray:
+        return self.ints[:, I_BODY1]
+
+    @property
+    def body2(self) -> np.ndarray:
+        return self.ints[:, I_BODY2]
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.ints[:, I_ID]
+
+    @property
+    def geom1(self) -> np.ndarray:
+        return self.ints[:, I_GEOM1]
+
+    @property
+    def other(self) -> np.ndarray:
+        return self.ints[:, I_OTHER]
+
+    @property
+    def on_ground(self) -> np.ndarray:
+        return self.ints[:, I_GROUND] != 0
+
+    @property
+    def p1(self) -> np.ndarray:
+        return self.floats[:, F_P1:F_P1 + 3]
+
+    @property
+    def p2(self) -> np.ndarray:
+        return self.floats[:, F_P2:F_P2 + 3]
+
+    @property
+    def normal(self) -> np.ndarray:
+        return self.floats[:, F_NORMAL:F_NORMAL + 3]
+
+    @property
+    def phi(self) -> np.ndarray:
+        return self.floats[:, F_PHI]
+
+    @property
+    def mu(self) -> np.ndarray:
+        return self.floats[:, F_MU]
+
+    @property
+    def restitution(self) -> np.ndarray:
+        return self.floats[:, F_E]
+
+    @property
+    def frames(self) -> np.ndarray:
+        return self.floats[:, F_FRAME:F_FRAME + 9].reshape(-1, 3, 3)
+
+    @property
+    def local1(self) -> np.ndarray:
+        return self.floats[:, F_LOCAL1:F_LOCAL1 + 3]
+
+    @property
+    def local2(self) -> np.ndarray:
+        return self.floats[:, F_LOCAL2:F_LOCAL2 + 3]
+
+    @property
+    def p_tangent(self) -> np.ndarray:
+        return self.floats[:, F_PT:F_PT + 2]
 
 
 class Detector:
@@ -241,6 +319,7 @@ class Detector:
         self._capacity = 64
         self._out = _alloc(self._capacity)  # the kernel's work arrays, reused every step
         self._views = None
+        self._args = None  # kernel_args's cache
         self._feature_mat = np.concatenate([self.plane_mat, self.box_mat, self.geoms.material])
         self._ground = next((k for k, p in enumerate(world.planes) if p.name == "ground"), -1)
         self._joint_names = tuple(model.names)
@@ -259,29 +338,51 @@ class Detector:
         self._views = (data, rotations, translations) if live_r and live_t else None
         return rotations, translations
 
+    def kernel_args(self, data: pin.Data) -> tuple:
+        """The arguments of ``detect_finish_kernel`` at the placements in ``data.oMi`` (one
+        tuple, kept while the placements are views of ``data`` and the work arrays stay)."""
+        cached = self._args
+        if cached is not None and cached[0] is data and cached[1] is self._out:
+            return cached[2]
+        g = self.geoms
+        rotations, translations = self.placements(data)
+        args = (g.kind, g.joint, g.R, g.t, g.half, g.radius, g.group, g.material, rotations,
+                translations, self.plane_n, self.plane_o, self.plane_mat, self.box_R,
+                self.box_t, self.box_half, self.box_mat, self.mu_table, self.settings.margin,
+                *self._out, self.e_table, self._feature_mat, self._ground)
+        self._args = (data, self._out, args) if self._views is not None else None
+        return args
+
+    def contacts(self, floats: np.ndarray, ints: np.ndarray) -> Contacts:
+        """The contact set of ``detect_finish_kernel``'s two arrays."""
+        return Contacts(floats, ints, self._joint_names)
+
     def detect(self, data: pin.Data) -> Contacts:
         """The contacts at the placements in ``data.oMi`` (forward kinematics done)."""
-        g, s = self.geoms, self.settings
-        rotations, translations = self.placements(data)
-        while True:
-            out = self._out
-            n, nf, Rw, cw = detect_kernel(
-                g.kind, g.joint, g.R, g.t, g.half, g.radius, g.group, g.material, rotations,
-                translations, self.plane_n, self.plane_o, self.plane_mat, self.box_R,
-                self.box_t, self.box_half, self.box_mat, self.mu_table, s.margin, *out)
-            if n >= 0:
-                break
+        n, nf, floats, ints = detect_finish_kernel(*self.kernel_args(data))
+        if n < 0 or nf:
+            return self.finish(data, n, nf)
+        return Contacts(floats, ints, self._joint_names)
+
+    def finish(self, data: pin.Data, n: int, nf: int) -> Contacts:
+        """The contacts after ``detect_finish_kernel`` returned n < 0 (work arrays too short:
+        grown until they hold every contact) or nf > 0 pairs without a closed form (coal)."""
+        while n < 0:
             self._capacity *= 2
             self._out = _alloc(self._capacity)
-        if nf:  # pairs without a closed form: coal
-            n = self._fallback(out, n, nf, Rw, cw, rotations, translations)
-        arrays = finish_kernel(n, *self._out[:-1], rotations, translations, self.e_table,
-                               g.material, self._feature_mat, self._ground)
-        c = Contacts()
-        (c.body1, c.body2, c.p1, c.p2, c.normal, c.phi, c.ids, c.mu, c.geom1, c.other,
-         c.restitution, c.frames, c.local1, c.local2, c.p_tangent, c.on_ground) = arrays
-        c.joint_names = self._joint_names
-        return c
+            n, nf, floats, ints = detect_finish_kernel(*self.kernel_args(data))
+        if not nf:
+            return Contacts(floats, ints, self._joint_names)
+        g, s, out = self.geoms, self.settings, self._out
+        rotations, translations = self.placements(data)
+        _, _, Rw, cw = detect_kernel(
+            g.kind, g.joint, g.R, g.t, g.half, g.radius, g.group, g.material, rotations,
+            translations, self.plane_n, self.plane_o, self.plane_mat, self.box_R,
+            self.box_t, self.box_half, self.box_mat, self.mu_table, s.margin, *out)
+        n = self._fallback(out, n, nf, Rw, cw, rotations, translations)
+        floats, ints = finish_kernel(n, *self._out[:-1], rotations, translations,
+                                     self.e_table, g.material, self._feature_mat, self._ground)
+        return Contacts(floats, ints, self._joint_names)
 
     def _fallback(self, out, n, nf, Rw, cw, rotations, translations) -> int:
         """coal.distance for the pairs the kernel has no closed form for (``out[-1]``)."""
@@ -719,39 +820,98 @@ def detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, tra
 
 
 @njit(cache=True, error_model="numpy")
+def _frame_into(n0, n1, n2, out):
+    """``world.frame_from_normal`` of the normal (n0, n1, n2) into ``out`` (9,) row-major,
+    without temporaries (the same floating-point operations)."""
+    a0, a1, a2 = 0.0, n2, -n1  # n × e_x
+    s = np.sqrt(a0 ** 2 + a1 ** 2 + a2 ** 2)
+    if s < 1e-9:  # n along ±x
+        a0, a1, a2 = n1, -n0, 0.0  # n × e_z
+        s = np.sqrt(a0 ** 2 + a1 ** 2 + a2 ** 2)
+    a0, a1, a2 = a0 / s, a1 / s, a2 / s
+    if a1 < 0.0 or (a1 == 0.0 and a2 < 0.0):
+        a0, a1, a2 = -a0, -a1, -a2
+    out[0] = a1 * n2 - a2 * n1
+    out[3] = a2 * n0 - a0 * n2
+    out[6] = a0 * n1 - a1 * n0
+    out[1], out[4], out[7] = a0, a1, a2
+    out[2], out[5], out[8] = n0, n1, n2
+
+
+@njit(cache=True, error_model="numpy")
 def finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations, translations,
                   e_table, geom_mat, feature_mat, ground):
-    """The contact set's arrays (``Contacts``, copies of the first n rows of the work arrays):
-    bodies, points, normals, gaps, ids, μ, geometry and feature, restitution, the frames
-    ``[t₁ t₂ n]`` (``world.frame_from_normal``), the points in their joint frames, the
-    tangential coordinates ``(t₁, t₂)ᵀ(p₁ − anchor)`` about a point fixed on body 2 (spring
-    anchors), and whether body 2 is the ground plane."""
-    body1, body2 = B1[:n].copy(), B2[:n].copy()
-    p1, p2, normal = P1[:n].copy(), P2[:n].copy(), N[:n].copy()
-    phi, ids, mu = GAP[:n].copy(), KEY[:n].copy(), MU[:n].copy()
-    geom1, other = G1[:n].copy(), OTH[:n].copy()
-    restitution = np.empty(n)
-    on_ground = np.empty(n, dtype=np.bool_)
-    frames = np.empty((n, 3, 3))
-    local1 = np.empty((n, 3))
-    local2 = np.empty((n, 3))
-    pt = np.empty((n, 2))
+    """The contact set's two arrays ``(floats, ints)`` (``Contacts``; fresh, from the first n
+    rows of the work arrays): bodies, points, normals, gaps, ids, μ, geometry and feature,
+    restitution, the frames ``[t₁ t₂ n]`` (``world.frame_from_normal``), the points in their
+    joint frames, the tangential coordinates ``(t₁, t₂)ᵀ(p₁ − anchor)`` about a point fixed on
+    body 2 (spring anchors), and whether body 2 is the ground plane (``finish_reference``)."""
+    floats = np.empty((n, F_COLS))
+    ints = np.empty((n, I_COLS), dtype=np.int64)
     for i in range(n):
-        restitution[i] = e_table[geom_mat[geom1[i]], feature_mat[other[i]]]
-        on_ground[i] = other[i] == ground
-        C = frame_from_normal(normal[i])
-        frames[i] = C
-        R, t = rotations[body1[i]], translations[body1[i]]
+        b1, b2, g1, oth = B1[i], B2[i], G1[i], OTH[i]
+        ints[i, I_BODY1], ints[i, I_BODY2], ints[i, I_ID] = b1, b2, KEY[i]
+        ints[i, I_GEOM1], ints[i, I_OTHER] = g1, oth
+        ints[i, I_GROUND] = 1 if oth == ground else 0
+        floats[i, F_PHI], floats[i, F_MU] = GAP[i], MU[i]
+        floats[i, F_E] = e_table[geom_mat[g1], feature_mat[oth]]
         for r in range(3):
-            local1[i, r] = R[0, r] * (p1[i, 0] - t[0]) + R[1, r] * (p1[i, 1] - t[1]) \
-                + R[2, r] * (p1[i, 2] - t[2])
-        R, t = rotations[body2[i]], translations[body2[i]]
+            floats[i, F_P1 + r] = P1[i, r]
+            floats[i, F_P2 + r] = P2[i, r]
+            floats[i, F_NORMAL + r] = N[i, r]
+        if i > 0 and N[i, 0] == N[i - 1, 0] and N[i, 1] == N[i - 1, 1] \
+                and N[i, 2] == N[i - 1, 2]:  # the same normal (a face's corners): its frame
+            for k in range(9):
+                floats[i, F_FRAME + k] = floats[i - 1, F_FRAME + k]
+        else:
+            _frame_into(N[i, 0], N[i, 1], N[i, 2], floats[i, F_FRAME:F_FRAME + 9])
+        R, t = rotations[b1], translations[b1]
         for r in range(3):
-            local2[i, r] = R[0, r] * (p2[i, 0] - t[0]) + R[1, r] * (p2[i, 1] - t[1]) \
-                + R[2, r] * (p2[i, 2] - t[2])
-        for c in range(2):
-            pt[i, c] = C[0, c] * (p1[i, 0] - ANC[i, 0]) + C[1, c] * (p1[i, 1] - ANC[i, 1]) \
-                + C[2, c] * (p1[i, 2] - ANC[i, 2])
-    return (body1, body2, p1, p2, normal, phi, ids, mu, geom1, other, restitution, frames,
-            local1, local2, pt, on_ground)
+            floats[i, F_LOCAL1 + r] = R[0, r] * (P1[i, 0] - t[0]) + R[1, r] * (P1[i, 1] - t[1]) \
+                + R[2, r] * (P1[i, 2] - t[2])
+        R, t = rotations[b2], translations[b2]
+        for r in range(3):
+            floats[i, F_LOCAL2 + r] = R[0, r] * (P2[i, 0] - t[0]) + R[1, r] * (P2[i, 1] - t[1]) \
+                + R[2, r] * (P2[i, 2] - t[2])
+        for c in range(2):  # C[r, c] = floats[i, F_FRAME + 3 r + c]
+            floats[i, F_PT + c] = floats[i, F_FRAME + c] * (P1[i, 0] - ANC[i, 0]) \
+                + floats[i, F_FRAME + 3 + c] * (P1[i, 1] - ANC[i, 1]) \
+                + floats[i, F_FRAME + 6 + c] * (P1[i, 2] - ANC[i, 2])
+    return floats, ints
 
+
+@njit(cache=True, error_model="numpy")
+def detect_finish_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, translations,
+                         plane_n, plane_o, plane_mat, box_R, box_t, box_half, box_mat, mu_table,
+                         margin, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK,
+                         e_table, feature_mat, ground):
+    """``detect_kernel`` then ``finish_kernel`` in one call (the step's path): the count, the
+    number of pairs left for coal, and ``(floats, ints)`` (empty when the count is −1 or pairs are
+    left for coal: the caller finishes after ``Detector._fallback``)."""
+    n, nf, _, _ = detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations,
+                                translations, plane_n, plane_o, plane_mat, box_R, box_t,
+                                box_half, box_mat, mu_table, margin, B1, B2, P1, P2, N, GAP,
+                                KEY, MU, ANC, G1, OTH, FALLBACK)
+    if n < 0 or nf > 0:
+        floats, ints = finish_kernel(0, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH,
+                             rotations, translations, e_table, gmat, feature_mat, ground)
+        return n, nf, floats, ints
+    floats, ints = finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH,
+                         rotations, translations, e_table, gmat, feature_mat, ground)
+    return n, nf, floats, ints
+
+
+def finish_reference(n, work, rotations, translations, e_table, geom_mat, feature_mat,
+                     ground) -> dict[str, np.ndarray]:
+    """numpy reference of ``finish_kernel``: the ``Contacts`` fields by name from the first n
+    rows of the work arrays (``_alloc``'s order)."""
+    B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH = (a[:n] for a in work[:11])
+    frames = np.array([frame_from_normal(x) for x in N]).reshape(n, 3, 3)
+    R1, t1 = np.asarray(rotations)[B1], np.asarray(translations)[B1]
+    R2, t2 = np.asarray(rotations)[B2], np.asarray(translations)[B2]
+    return {"body1": B1, "body2": B2, "ids": KEY, "geom1": G1, "other": OTH,
+            "on_ground": OTH == ground, "p1": P1, "p2": P2, "normal": N, "phi": GAP, "mu": MU,
+            "restitution": e_table[geom_mat[G1], feature_mat[OTH]], "frames": frames,
+            "local1": np.einsum("mji,mj->mi", R1, P1 - t1),
+            "local2": np.einsum("mji,mj->mi", R2, P2 - t2),
+            "p_tangent": np.einsum("mji,mj->mi", frames[:, :, :2], P1 - ANC)}

@@ -34,10 +34,16 @@ from biped_contact_sim.robot.kernels import (
     unpack,
 )
 from biped_contact_sim.sim.collision import (
+    F_FRAME,
+    F_LOCAL1,
+    F_LOCAL2,
+    I_BODY1,
+    I_BODY2,
     CollisionSettings,
     Contacts,
     Detector,
     collision_model,
+    detect_finish_kernel,
     stacked_views,
 )
 from biped_contact_sim.sim.terrain import PlaneTerrain
@@ -47,42 +53,89 @@ from biped_contact_sim.sim.world import ContactLaw, Plane, World, build_world_mo
 # --------------------------------------------------------------------- per-step terms
 @njit(cache=True, error_model="numpy")
 def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations,
-                        velocities, accelerations, support, body1, local1, body2, local2,
-                        frames):
+                        velocities, accelerations, support, floats, ints):
     """``robot.kernels.step_terms`` for contacts between two bodies: the point terms of p₁ on
     body 1 minus those of p₂ on body 2 (``J_c = Cᵀ(J₁ − J₂)``, ``γ_c``, ``v_c`` likewise;
     body 0, the world, contributes nothing), then ``free_motion``. The gap is ``nᵀ(p₁ − p₂)``
     with both points moved with their bodies from where they were detected (``local1``,
-    ``local2`` in the joint frames).
+    ``local2`` in the joint frames). ``floats``, ``ints``: the contact set's two arrays
+    (``collision.Contacts``).
 
     Returns:
-        W, p₁ (m, 3), phi, vc, finite (``step_terms``'s buffer layout).
+        W, p₁ (m, 3), phi, vc, the joint placements ``[R_b | t_b]`` (njoints, 3, 4), finite
+        (``step_terms``'s buffer layout).
     """
     nv = v.shape[0]
     nj = tau.shape[0]
-    m = body1.shape[0]
+    m = floats.shape[0]
+    body1 = ints[:, I_BODY1]
+    body2 = ints[:, I_BODY2]
+    local1 = floats[:, F_LOCAL1:F_LOCAL1 + 3]
+    local2 = floats[:, F_LOCAL2:F_LOCAL2 + 3]
+    frames = np.empty((m, 3, 3))
+    for i in range(m):
+        for r in range(3):
+            for c in range(3):
+                frames[i, r, c] = floats[i, F_FRAME + 3 * r + c]
     W = np.empty(packed_size(m, nv, nj))
     Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
     finite = clamp_torques(tau, limit, tc_o)
     origin = np.zeros((m, 3))  # point_terms reads origins[i] (its phi is not used)
-    p, phi, pt, vc, _ = point_terms(J, v, rotations, translations, velocities, accelerations,
-                                    support, body1, local1, frames, origin, Jc_o, gc_o)
-    Jc2 = np.empty((3 * m, nv))
-    gc2 = np.empty(3 * m)
-    p2, _, _, vc2, _ = point_terms(J, v, rotations, translations, velocities, accelerations,
-                                   support, body2, local2, frames, origin, Jc2, gc2)
-    for r in range(3 * m):
-        gc_o[r] -= gc2[r]
-        for k in range(nv):
-            Jc_o[r, k] -= Jc2[r, k]
+    p, phi, pt, vc, placements = point_terms(J, v, rotations, translations, velocities,
+                                             accelerations, support, body1, local1, frames,
+                                             origin, Jc_o, gc_o)
+    moving2 = False
+    for i in range(m):
+        moving2 = moving2 or body2[i] != 0
+    if moving2:  # some body 2 moves: its point terms come off body 1's
+        Jc2 = np.empty((3 * m, nv))
+        gc2 = np.empty(3 * m)
+        p2, _, _, vc2, _ = point_terms(J, v, rotations, translations, velocities,
+                                       accelerations, support, body2, local2, frames, origin,
+                                       Jc2, gc2)
+        for r in range(3 * m):
+            gc_o[r] -= gc2[r]
+            for k in range(nv):
+                Jc_o[r, k] -= Jc2[r, k]
+        for i in range(m):
+            for c in range(3):
+                vc[i, c] -= vc2[i, c]
+    else:  # every body 2 is the static world: p₂ = local2, no motion (the same numbers)
+        p2 = local2
     for i in range(m):
         C = frames[i]
         phi[i] = C[0, 2] * (p[i, 0] - p2[i, 0]) + C[1, 2] * (p[i, 1] - p2[i, 1]) \
             + C[2, 2] * (p[i, 2] - p2[i, 2])
-        for c in range(3):
-            vc[i, c] -= vc2[i, c]
     free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
-    return W, p, phi, vc, finite
+    return W, p, phi, vc, placements, finite
+
+
+@njit(cache=True, error_model="numpy")
+def detect_step_terms(kind, joint, gR, gt, half, radius, group, gmat, rotations, translations,
+                      plane_n, plane_o, plane_mat, box_R, box_t, box_half, box_mat, mu_table,
+                      margin, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK, e_table,
+                      feature_mat, ground, J, U, D, nle, v, tau, limit, v_idx, extra, velocities,
+                      accelerations, support):
+    """The step's detection and its terms in one call: ``collision.detect_finish_kernel``
+    (its arguments first, as ``Detector.kernel_args``), then ``geometry_step_terms`` on the
+    set it found. When the detection needs Python (n < 0: work arrays too short; nf > 0:
+    pairs for coal) the terms are left out (empty) and the caller finishes both apart.
+
+    Returns:
+        n, nf, the set's (floats, ints), then ``geometry_step_terms``'s W, p₁, phi, vc, joint
+        placements, finite.
+    """
+    n, nf, floats, ints = detect_finish_kernel(
+        kind, joint, gR, gt, half, radius, group, gmat, rotations, translations, plane_n,
+        plane_o, plane_mat, box_R, box_t, box_half, box_mat, mu_table, margin, B1, B2, P1, P2,
+        N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK, e_table, feature_mat, ground)
+    if n < 0 or nf > 0:
+        floats = np.empty((0, floats.shape[1]))
+        ints = np.empty((0, ints.shape[1]), dtype=np.int64)
+    W, p, phi, vc, placements, finite = geometry_step_terms(
+        J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations, velocities,
+        accelerations, support, floats, ints)
+    return n, nf, floats, ints, W, p, phi, vc, placements, finite
 
 
 class GeometryWorkspace:
@@ -101,7 +154,17 @@ class GeometryWorkspace:
             for k in model.supports[j]:
                 if k > 0:
                     self.support[j, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
-        self._live = False
+        self._live = self._terms_live = False
+        self.compute(pin.neutral(model), np.zeros(model.nv))
+        # eigenpy hands out views of Data's J, nle, U, D: held once when the held arrays follow
+        # a new computation (as ``TermsWorkspace``), else fetched again at every step
+        held = (self.J, self.nle, self.U, self.D)
+        before = [x.copy() for x in held]
+        self.compute(pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq)),
+                     np.ones(model.nv))
+        fresh = (data.J, data.nle, data.U, data.D)
+        self._terms_live = all(np.array_equal(a, b) for a, b in zip(held, fresh, strict=True)) \
+            and any(np.any(a != b) for a, b in zip(held, before, strict=True))
         self.compute(pin.neutral(model), np.zeros(model.nv))
 
     def compute(self, q: np.ndarray, v: np.ndarray) -> None:
@@ -109,6 +172,8 @@ class GeometryWorkspace:
         model, data = self.model, self.data
         pin.computeAllTerms(model, data, q, v)
         pin.cholesky.decompose(model, data)
+        if self._terms_live and self._live:
+            return
         self.J, self.nle, self.U, self.D = data.J, data.nle, data.U, data.D
         if self._live:
             return
@@ -142,6 +207,8 @@ class GeometryContacts:
         nq_robot, nv_robot: the robot's prefix of q and v.
         timed: time each detection (``biped-sim bench`` sets it; off by default: the two
             CPU-clock reads cost about 3 µs, a sixth of a detection).
+        placements: (njoints, 3, 4) the joint placements ``[R_b | t_b]`` of the last ``state``
+            (a copy: the observers read them after the Data moved on).
         detect_time: CPU seconds (this thread) spent in timed detections; detect_calls: how
             many were timed.
     """
@@ -156,6 +223,7 @@ class GeometryContacts:
         self.nq_robot, self.nv_robot = robot.nq, robot.nv
         self.timed = False
         self.detect_time, self.detect_calls = 0.0, 0
+        self.placements: np.ndarray | None = None
 
     def detect(self) -> Contacts:
         """The contacts at the configuration of the last ``workspace.compute``."""
@@ -167,6 +235,27 @@ class GeometryContacts:
         self.detect_calls += 1
         return contacts
 
+    def detect_state(self, v: np.ndarray, tau: np.ndarray, limit: np.ndarray,
+                     v_idx: np.ndarray, extra: np.ndarray, dt: float,
+                     nj: int) -> tuple[Contacts, np.ndarray, np.ndarray, ContactState, bool]:
+        """``detect`` then ``state`` (one compiled call, ``detect_step_terms``, unless the
+        detection is timed or needs Python): ``(contacts, W, p₁, ContactState, finite)``."""
+        if self.timed:
+            contacts = self.detect()
+            return (contacts, *self.state(v, tau, limit, v_idx, extra, dt, nj, contacts))
+        ws = self.workspace
+        n, nf, floats, ints, W, p, phi, vc, placements, finite = detect_step_terms(
+            *self.detector.kernel_args(self.data), ws.J, ws.U, ws.D, ws.nle, v, tau, limit,
+            v_idx, extra, ws.velocities, ws.accelerations, ws.support)
+        if n < 0 or nf:
+            contacts = self.detector.finish(self.data, n, nf)
+            return (contacts, *self.state(v, tau, limit, v_idx, extra, dt, nj, contacts))
+        contacts = self.detector.contacts(floats, ints)
+        self.placements = placements
+        state = ContactState.from_packed(dt, phi, vc, contacts.p_tangent, contacts.mu,
+                                         contacts.ids, (W, n, self.model.nv, nj))
+        return contacts, W, p, state, finite
+
     def state(self, v: np.ndarray, tau: np.ndarray, limit: np.ndarray, v_idx: np.ndarray,
               extra: np.ndarray, dt: float, nj: int,
               contacts: Contacts) -> tuple[np.ndarray, np.ndarray, ContactState, bool]:
@@ -174,10 +263,11 @@ class GeometryContacts:
         (detected there, or at the step's start for the RK4 stages: the same feature points,
         their gaps and Jacobians at the stage's configuration)."""
         ws = self.workspace
-        W, p, phi, vc, finite = geometry_step_terms(
+        W, p, phi, vc, placements, finite = geometry_step_terms(
             ws.J, ws.U, ws.D, ws.nle, v, tau, limit, v_idx, extra, ws.rotations,
-            ws.translations, ws.velocities, ws.accelerations, ws.support, contacts.body1,
-            contacts.local1, contacts.body2, contacts.local2, contacts.frames)
+            ws.translations, ws.velocities, ws.accelerations, ws.support, contacts.floats,
+            contacts.ints)
         state = ContactState.from_packed(dt, phi, vc, contacts.p_tangent, contacts.mu,
                                          contacts.ids, (W, len(phi), self.model.nv, nj))
+        self.placements = placements
         return W, p, state, finite

@@ -206,6 +206,7 @@ class Simulator:
             self.data = robot.create_data()
             self.workspace = TermsWorkspace(robot, self.data)
         self._contact_set: Contacts | None = None
+        self._joint_placements: np.ndarray | None = None
         self.q_objects, self.v_objects = object_state(self.world) if self.geometry else \
             (_EMPTY, _EMPTY)
         self._external: list[tuple[ExternalForce, int, np.ndarray]] = []
@@ -356,11 +357,15 @@ class Simulator:
             if self._f_ext is not None:
                 self._tau_ext = extra
         if self.geometry is not None:
-            if contacts is None:
-                contacts = self._contact_set = self.geometry.detect()
-            W, p, state, finite = self.geometry.state(
-                v, tau, self._limit, self._v_idx, extra, self.settings.dt, self._n_joints,
-                contacts)
+            if contacts is None:  # detected here (one compiled call with the terms)
+                contacts, W, p, state, finite = self.geometry.detect_state(
+                    v, tau, self._limit, self._v_idx, extra, self.settings.dt, self._n_joints)
+                self._contact_set = contacts
+                self._joint_placements = self.geometry.placements  # the step's start
+            else:  # an RK4 stage: the step's contact set
+                W, p, state, finite = self.geometry.state(
+                    v, tau, self._limit, self._v_idx, extra, self.settings.dt, self._n_joints,
+                    contacts)
             if not finite:
                 raise InputError("torque command contains NaN or Inf")
             return StepTerms(p, None, W, self._n_joints), state
@@ -453,11 +458,8 @@ class Simulator:
                             self._R_world, q_robot, energy, tau_ext)
         if self.geometry is not None:
             result.frames, result.contacts = self._contact_set.frames, self._contact_set
-            ws = self.workspace  # the joints at the step's start (contact_state's compute)
-            P = np.empty((len(ws.translations), 3, 4))
-            P[:, :, :3] = ws.rotations
-            P[:, :, 3] = ws.translations
-            result.joint_placements = P
+            # the joints at the step's start (contact_state's compute; geometry_step_terms)
+            result.joint_placements = self._joint_placements
             result.q_objects, result.v_objects = self.q_objects, self.v_objects
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
