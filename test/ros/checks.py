@@ -504,7 +504,10 @@ def check_every_contact_model_runs(rec: Recorder, models: list[str]) -> dict[str
     js = probe.received["joint_states"]
     out = {}
     for model in models:
-        assert probe.call(Trigger, "/simulator/reset", Trigger.Request()).success
+        # the node may still be starting (imports, its first compiled calls): the first call
+        # waits as long as the other checks wait for a node's first message
+        reply = probe.call(Trigger, "/simulator/reset", Trigger.Request(), timeout=300.0)
+        assert reply is not None and reply.success, "~/reset did not answer"
         (result,) = probe.set_parameters("simulator", contact_model=model)
         assert result.successful, result.reason
         switched = time.monotonic()
