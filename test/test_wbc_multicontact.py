@@ -543,10 +543,12 @@ def test_a_hand_joins_flat_and_loaded_for_the_hold_time():
     """``ContactTransitions``: a requested palm (half-extents 0.05 × 0.04 m) on one edge
     (CoP 4.5 cm forward, beyond 0.6 of 5 cm) is not added however long it presses; flat and
     loaded it is added exactly ``add_hold`` after the conditions start, not before; a
-    light touch (below ``add_force``) restarts the hold."""
+    light touch (below ``add_force``) restarts the hold; the CoP is measured from the surface's
+    centre."""
     from biped_contact_sim.control.contact_set import ContactTransitions
 
-    tr = ContactTransitions(["lf", "rf", "lh"], add_force=1.0, surfaces={"lh": (0.05, 0.04)},
+    tr = ContactTransitions(["lf", "rf", "lh"], add_force=1.0,
+                            surfaces={"lh": ((0.0, 0.0), (0.05, 0.04))},
                             add_cop_fraction=0.6, add_hold=0.03)
     feet = {"lf": np.array([0, 0, 200.0, 0, 0, 0]), "rf": np.array([0, 0, 200.0, 0, 0, 0])}
     req = ("lf", "rf", "lh")
@@ -564,6 +566,14 @@ def test_a_hand_joins_flat_and_loaded_for_the_hold_time():
     for k in range(30):
         assert "lh" not in tr.update(t1 + 0.001 * k, req, {**feet, "lh": flat})
     assert tr.update(t1 + 0.030, req, {**feet, "lh": flat}) == req
+    # the CoP counts from the surface's centre, not from its frame's origin (a sole's frame
+    # sits at the ankle): centre 4 cm ahead of the origin, CoP 7 cm ahead: 0.6 of a_x
+    tr = ContactTransitions(["lf", "rf", "lh"], add_force=1.0,
+                            surfaces={"lh": ((0.04, 0.0), (0.05, 0.04))},
+                            add_cop_fraction=0.6, add_hold=0.0)
+    tr.update(0.0, ("lf", "rf"), feet)
+    ahead = np.array([0.0, 0.0, 10.0, 0.0, -0.07 * 10.0, 0.0])
+    assert tr.update(0.001, req, {**feet, "lh": ahead}) == req
 
 
 def test_reach_over_a_table_edge_and_arm_posture(robot):
@@ -599,11 +609,11 @@ def test_reach_over_a_table_edge_and_arm_posture(robot):
     rest = [k for k in range(robot.n_joints) if k not in arm]
     data = robot.create_data()
     # the behaviour's postures: the body pre-leaned (landing) and leaned
-    for shift, qj in ((p.pre_lean, beh.q_on_table), (p.lean, beh.q_leaned),
-                      (p.pre_lean, arm_posture(robot, q0, palm, "l", target, np.eye(3),
-                                               shift=np.array([p.pre_lean, 0.0, 0.0])))):
+    pre, leaned = np.array([p.pre_lean, 0.0, 0.0]), np.array([p.lean, p.lean_y, 0.0])
+    for shift, qj in ((pre, beh.q_on_table), (leaned, beh.q_leaned),
+                      (pre, arm_posture(robot, q0, palm, "l", target, np.eye(3), shift=pre))):
         q = q0.copy()
-        q[0] += shift
+        q[:3] += shift
         q[robot.q_idx] = qj
         pin.framesForwardKinematics(robot.model, data, q)
         assert np.linalg.norm(data.oMf[palm].translation - target) < 1e-6

@@ -44,9 +44,11 @@ class ContactTransitions:
         release_force: normal force below which an unloaded body leaves [N].
         unload_time: duration of the unloading ramp [s] (0: removed at once).
         transition_time: duration of the internal-force ramp after a change [s] (0: none).
-        surfaces: half-extents (a_x, a_y) of each body's contact surface in its frame [m]
-            (the CoP rule of adding; a body not listed is added on its force alone).
-        add_cop_fraction: largest |CoP_x|/a_x and |CoP_y|/a_y that adds a body (1: any).
+        surfaces: centre (c_x, c_y) and half-extents (a_x, a_y) of each body's contact surface
+            in its frame [m], ``{name: (c, a)}`` (the CoP rule of adding; a body not listed is
+            added on its force alone).
+        add_cop_fraction: largest |CoP_x − c_x|/a_x and |CoP_y − c_y|/a_y that adds a body
+            (1: any).
         add_hold: time both conditions must hold before the body is added [s].
     """
 
@@ -78,10 +80,11 @@ class ContactTransitions:
         if self.add_force <= 0.0:
             return True
         ok = w is not None and w[2] >= self.add_force
-        half = self.surfaces.get(name)
-        if ok and half is not None:  # CoP (−τ_y/f_z, τ_x/f_z) in the body frame
+        surface = self.surfaces.get(name)
+        if ok and surface is not None:  # CoP (−τ_y/f_z, τ_x/f_z) in the body frame
+            (cx, cy), (ax, ay) = surface
             lim = self.add_cop_fraction * w[2]
-            ok = abs(w[4]) <= lim * half[0] and abs(w[3]) <= lim * half[1]
+            ok = abs(w[4] + cx * w[2]) <= lim * ax and abs(w[3] - cy * w[2]) <= lim * ay
         if not ok:
             self.touching.pop(name, None)
             return False
@@ -207,32 +210,31 @@ def no_slip_reference(contacts, rotations: np.ndarray, W_com: np.ndarray, W_int:
     rows = np.concatenate([np.arange(6 * k, 6 * k + 3) for k in contacts])
     E = np.linalg.solve(G.T, np.eye(len(G))[:, rows]).T  # force rows of G⁻¹, (3c, 6 n_s)
     F_com = np.dot(W_com, f_task)
-    every = np.arange(W_int.shape[0])
-    need = None
-    for _ in range(2):  # tangential rows; then with the preload rows that are needed
+
+    def solve(loaded, cols) -> np.ndarray:
+        """F_int,ref with the tangential rows of every contact, the normal row = preload of
+        the contacts ``loaded`` (indices into ``contacts``), over the rows ``cols``."""
         A, target = [], []
         for i, k in enumerate(contacts):
-            axes = (0, 1, 2) if need is not None and need[i] else (0, 1)
-            for axis in axes:
+            for axis in (0, 1, 2) if i in loaded else (0, 1):
                 row = np.zeros(len(rows))
                 row[3 * i:3 * i + 3] = rotations[k][:, axis]
                 A.append(row)
                 target.append(preload if axis == 2 else 0.0)
         A = np.dot(np.array(A), E)
-        A_c, A_i = A[:, :6], A[:, 6:]
-        cols = every if free is None else free
-        if need is not None:
-            cols = every if preload_free is None else preload_free
-        r = np.array(target) - np.dot(A_c, F_com) - np.dot(A_i, f_int_ref)
+        r = np.array(target) - np.dot(A[:, :6], F_com) - np.dot(A[:, 6:], f_int_ref)
+        cols = np.arange(W_int.shape[0]) if cols is None else cols
         out = np.array(f_int_ref, float)
-        out[cols] += np.dot(np.linalg.pinv(A_i[:, cols]), r)
-        if need is not None or preload <= 0.0:
-            break
+        out[cols] += np.dot(np.linalg.pinv(A[:, 6:][:, cols]), r)
+        return out
+
+    out = solve((), free)
+    if preload > 0.0:
         f = np.dot(E, np.concatenate([F_com, out]))
-        need = [float(np.dot(rotations[k][:, 2], f[3 * i:3 * i + 3])) < preload
-                for i, k in enumerate(contacts)]
-        if not any(need):
-            break
+        low = [i for i, k in enumerate(contacts)
+               if np.dot(rotations[k][:, 2], f[3 * i:3 * i + 3]) < preload]
+        if low:
+            out = solve(low, preload_free)
     return out
 
 

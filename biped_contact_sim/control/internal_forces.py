@@ -36,7 +36,9 @@ from biped_contact_sim.control.contact_set import (
 )
 from biped_contact_sim.control.ctc import reference_load_shares
 from biped_contact_sim.control.grasp import (
+    MOMENT,
     NORMAL_FORCE,
+    TENSION,
     ContactAnchor,
     eq82_spec,
     grasp_model,
@@ -86,6 +88,7 @@ class InternalForces:
         self._f_int_start: np.ndarray | None = None
         self._unload_w0: dict[str, np.ndarray] = {}
         self._linkage: tuple | None = None  # (support, spec array, labels) of n_s ≥ 3
+        self._spec = np.zeros((0, 3), dtype=np.int64)  # the current model's row specs
 
     # ------------------------------------------------------------------ model
     def model(self, stance, anchors: np.ndarray, rotations: np.ndarray,
@@ -113,6 +116,7 @@ class InternalForces:
             raise InputError("two commanded CoPs coincide: no tension line between them")
         if n_s > 3 and (spec_arr[:, 0] == NORMAL_FORCE).any():
             orthogonalize(W_com, W_int, spec_arr.tolist())
+        self._spec = spec_arr  # the rows' (kind, contact, axis), for ``command``
         return W_com, W_int, labels, name
 
     def _eq82_layout(self, stance, anchors, rotations) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -187,14 +191,14 @@ class InternalForces:
                                  else np.dot(W_int, f0 - np.dot(D, tau_prev)))
         f_task = f0 - np.dot(D, tau)  # contact wrenches the tasks command (eq. 20)
         no_slip = [k for k, body in enumerate(stance) if body in ref.no_slip]
+        spec = self._spec
         if no_slip:
-            tensions = [k for k, label in enumerate(labels) if label.startswith("tension_")]
+            tensions = np.flatnonzero(spec[:, 0] == TENSION)
             f_int_user = no_slip_reference(
                 no_slip, rotations, W_com, W_int, f_task, f_int_user,
-                free=np.array(tensions, dtype=np.int64) if tensions else None,
-                preload=ref.preload,
-                preload_free=np.array(tensions + self._cop_rows_towards(
-                    no_slip, stance, anchors, rotations, labels), dtype=np.int64))
+                free=tensions if len(tensions) else None, preload=ref.preload,
+                preload_free=np.concatenate([tensions, self._cop_rows_towards(
+                    no_slip, anchors, rotations)]))
         ramp = self.transitions.ramp(t)
         start = self._f_int_start
         if ramp < 1.0 and start is not None and start.shape == (m_int,):
@@ -206,13 +210,9 @@ class InternalForces:
         if unloading:
             # free: every tension and out-of-plane force, and the unloading bodies' own
             # moments; the other contacts' CoPs and normal moments stay at their references
-            names = [stance[k] for k in unloading]
-            own = np.array([k for k, label in enumerate(labels)
-                            if not label.startswith("m_")
-                            or any(label.endswith(f"_{name}") or f"_{name}_" in label
-                                   for name in names)], dtype=np.int64)
+            own = np.flatnonzero((spec[:, 0] != MOMENT) | np.isin(spec[:, 1], list(unloading)))
             f_int_ref = unloading_reference(unloading, W_com, W_int, f_task, f_int_ref,
-                                            free=own if len(own) else None)
+                                            free=own)
         elif s.load_share and n_s == 2:
             centres = [origins[k] + np.dot(rotations[k], self._sole_centre[b.name])
                        for k, b in enumerate(bodies)]
@@ -235,23 +235,21 @@ class InternalForces:
                                                                 f_task)
         return d_tau, fallbacks, f_int_ref, f_int_cmd, f_int_meas, alpha
 
-    @staticmethod
-    def _cop_rows_towards(no_slip, stance, anchors: np.ndarray, rotations: np.ndarray,
-                          labels) -> list[int]:
+    def _cop_rows_towards(self, no_slip, anchors: np.ndarray,
+                          rotations: np.ndarray) -> np.ndarray:
         """Rows of W_int that move the CoP of each contact not in ``no_slip`` along the
-        direction to the (first) no-slip contact: its ``m_cop_<name>_y`` (a moment about the
-        frame's y axis shifts the CoP along x) if that direction is closer to its frame's x
-        axis, else ``m_cop_<name>_x``."""
-        index = {label: k for k, label in enumerate(labels)}
-        out = []
-        for k, name in enumerate(stance):
+        direction to the (first) no-slip contact: its tangential moment about the frame's y
+        axis (which shifts the CoP along x) if that direction is closer to its frame's x axis,
+        else about x."""
+        spec, out = self._spec, []
+        for k in range(len(anchors)):
             if k in no_slip:
                 continue
             d = np.dot(rotations[k].T, anchors[no_slip[0]] - anchors[k])
-            label = f"m_cop_{name}_{'y' if abs(d[0]) >= abs(d[1]) else 'x'}"
-            if label in index:
-                out.append(index[label])
-        return out
+            axis = 1 if abs(d[0]) >= abs(d[1]) else 0
+            out += np.flatnonzero((spec[:, 0] == MOMENT) & (spec[:, 1] == k)
+                                  & (spec[:, 2] == axis)).tolist()
+        return np.array(out, dtype=np.int64)
 
     def _unloading_targets(self, t: float, stance, f_task: np.ndarray, f0: np.ndarray,
                            D: np.ndarray, tau_prev: np.ndarray | None) -> dict[int, np.ndarray]:

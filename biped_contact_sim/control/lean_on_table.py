@@ -59,10 +59,10 @@ from biped_contact_sim.control.multicontact import (
 )
 
 _ZERO3 = np.zeros(3)
-PALM_HALF_LENGTH = 0.05
+PALM_HALF_LENGTH = 0.05  # the humanoid's palm: 0.10 × 0.08 m (config/humanoid.yaml)
 # the right hand's move behind the object (``multicontact._move``, ``REACH_RISE``): its
 # horizontal move starts late, or its palm touches the table's front edge
-APPROACH_RISE = (0.5, 0.3)  # the humanoid's palm: 0.10 × 0.08 m (config/humanoid.yaml)
+APPROACH_RISE = (0.5, 0.3)
 
 
 def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
@@ -170,7 +170,7 @@ class LeanOnTableBehavior(Behavior):
         self.q_on_table = arm_posture(robot, self.q0, palm, "l", on_table, self.level,
                                       shift=np.array([p.pre_lean, 0.0, 0.0]))
         self.q_leaned = arm_posture(robot, self.q0, palm, "l", on_table, self.level,
-                                    shift=np.array([p.lean, 0.0, 0.0]))
+                                    shift=np.array([p.lean, p.lean_y, 0.0]))
         # the hand rests on a table of μ = 0.4: the feet carry the horizontal forces
         self.no_slip = ("left_hand",)
         self.t_land = p.reach_time

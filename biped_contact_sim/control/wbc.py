@@ -183,7 +183,8 @@ class WholeBodyController(Controller):
         self.transitions = ContactTransitions(
             [b.name for b in robot.contact_bodies], s.add_force, s.release_force,
             s.unload_time, s.transition_time,
-            surfaces={b.name: tuple(np.abs(b.offsets[:, :2]).max(axis=0))
+            surfaces={b.name: (self._sole_centre[b.name][:2],
+                               0.5 * (b.offsets.max(axis=0) - b.offsets.min(axis=0))[:2])
                       for b in robot.contact_bodies},
             add_cop_fraction=s.add_cop_fraction, add_hold=s.add_hold)
         self.internal = InternalForces(s, self.dt, self.transitions, self._sole_centre, self._g)
