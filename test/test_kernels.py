@@ -495,3 +495,113 @@ def test_models_from_the_step_buffer_equal_their_delassus_path(model, contacts):
             assert np.array_equal(got.f, want.f) and np.array_equal(got.active, want.active)
             assert np.array_equal(got.stats.values, want.stats.values)
         sim.step(tau)
+
+
+def _general_twin(scenario, model, contacts=None, **sets):
+    """Two simulators of a scenario: the first steps by ``step``'s lean path, the second by
+    the general one (``_step``); both under the first's joint PD."""
+    sets = dict(sets, **({"contacts": contacts} if contacts else {}))
+    ctrl = "joint_pd" if scenario in ("stand", "step", "drop") else None
+    _, _, robot, lean, _, control, *_ = build(scenario, model, controller=ctrl, sets=sets)
+    _, _, _, general, *_ = build(scenario, model, controller=ctrl, sets=sets)
+    general._lean = None
+    return robot, lean, general, control
+
+
+@pytest.mark.parametrize(("scenario", "model", "contacts"), [
+    ("stand", "spring_damper", "geometry"), ("stand", "spring_damper", "points"),
+    ("stand", "time_stepping", "geometry"), ("stand", "acceleration_lcp", "points"),
+    ("step", "penalty_fl", None), ("ramp", "spring_damper", None), ("fall", "gauss_seidel", None)])
+def test_lean_step_equals_the_general_step(scenario, model, contacts):
+    """``Simulator.step``'s lean path (one compiled call for the terms, one for the Euler
+    step, views of one output buffer) gives bit for bit the general path's results."""
+    robot, lean, general, control = _general_twin(scenario, model, contacts)
+    assert lean._lean is not None
+    for k in range(150):
+        tau = control(lean.t, lean.q, lean.v) if control else np.zeros(robot.n_joints)
+        if k == 60 and lean.geometry is not None:  # work arrays too short: grown on the way
+            lean.geometry.detector._capacity, lean.geometry.detector._out = 2, _alloc(2)
+        a, b = lean.step(tau), general.step(tau)
+        for name in ("q", "v", "a", "tau", "p", "phi", "vc", "f_contact", "f_world", "active",
+                     "vc_next", "ids", "q_prev", "q_objects", "v_objects"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+        for name in ("placements", "joint_placements", "frames", "f_external",
+                     "tau_external"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert (x is None) == (y is None), name
+            if x is not None:
+                np.testing.assert_array_equal(x, y, err_msg=name)
+        assert a.t == b.t and a.energy_prev == b.energy_prev
+        assert np.array_equal(a.stats.values, b.stats.values) if hasattr(a.stats, "values") \
+            else a.stats == b.stats
+        if a.contacts is not None:
+            np.testing.assert_array_equal(a.contacts.floats, b.contacts.floats)
+            np.testing.assert_array_equal(a.contacts.ints, b.contacts.ints)
+    # a kept result does not change with later steps
+    kept = lean.step(tau)
+    q, p, phi = kept.q.copy(), kept.p.copy(), kept.phi.copy()
+    for _ in range(3):
+        lean.step(tau)
+    assert np.array_equal(kept.q, q) and np.array_equal(kept.p, p) \
+        and np.array_equal(kept.phi, phi)
+
+
+def test_points_step_equals_step_terms():
+    """``robot.kernels.points_step`` (packed fixed arrays, all joints' stacked placements,
+    outputs into given buffers) gives ``step_terms``'s numbers bit for bit, at random states
+    and torques beyond the limits."""
+    from biped_contact_sim.robot.kernels import (
+        points_positions,
+        points_step,
+        points_views,
+        step_terms,
+    )
+
+    rng = np.random.default_rng(7)
+    for name, slope in (("biped3d", 0.0), ("biped3d", 0.3), ("planar_biped", 0.1),
+                        ("ball", 0.2)):
+        robot = RobotModel.load(name)
+        sim = Simulator(robot, make_contact_model("penalty_fl"), PlaneTerrain(slope=slope))
+        assert sim._lean is not None
+        ws, m, nj = sim.workspace, robot.n_points, robot.n_joints
+        for _ in range(5):
+            q = pin.randomConfiguration(robot.model, -np.ones(robot.nq), np.ones(robot.nq))
+            v = rng.standard_normal(robot.nv)
+            tau = rng.standard_normal(nj) * 500
+            ws.compute(q, v)
+            W, out = np.empty(sim._W_size), np.empty(sim._out_size)
+            finite = points_step(*sim._points_args, v, tau, W, out)
+            Wr, p, phi, pt, vc, placements, finite_r = step_terms(
+                ws.J, ws.U, ws.D, ws.nle, v, tau, sim._limit, sim._v_idx, sim._zero_nv,
+                ws.rotations, ws.translations, ws.velocities, ws.accelerations, ws.support,
+                ws.point_body, ws.local, sim._frames, sim._origins)
+            assert finite == finite_r
+            phi2, pt2, vc2, tau2 = points_views(out, m, nj)
+            for got, want in ((W, Wr), (points_positions(out, m, nj, sim._nb), p),
+                              (phi2, phi), (pt2, pt), (vc2, vc), (tau2, Wr[len(Wr) - nj:]),
+                              (out[9 * m + nj:].reshape(-1, 3, 4), placements)):
+                np.testing.assert_array_equal(got, want)
+
+
+def test_euler_into_equals_euler_step():
+    """``euler_into`` (one output buffer, forces of any layout) gives ``euler_step``'s v̇, v⁺,
+    J_c v⁺, max|v⁺| and numpy's dt·v⁺ bit for bit."""
+    from biped_contact_sim.robot.kernels import euler_into, euler_step
+
+    _, _, _, sim, _, control, *_ = build("stand", "penalty_fl", controller="joint_pd",
+                                         sets={"contacts": "geometry"})
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        tau = control(sim.t, sim.q, sim.v)
+        _, state = sim.contact_state(*sim.full_state(), tau)
+        W, m, nv, nj = state.packed
+        f = rng.standard_normal((3, m)).T  # not C-contiguous
+        v = sim.v + rng.standard_normal(nv)
+        out = np.empty(3 * (nv + m))
+        vmax = euler_into(W, m, nv, nj, f, v, 1e-3, out)
+        a, vn, vc, vmax_r = euler_step(W, m, nv, nj, f.copy().reshape(-1), v, 1e-3)
+        assert vmax == vmax_r
+        for got, want in ((out[:nv], a), (out[nv:2 * nv], vn), (out[2 * nv:3 * nv], 1e-3 * vn),
+                          (out[3 * nv:], vc.ravel())):
+            np.testing.assert_array_equal(got, want)
+        sim.step(tau)

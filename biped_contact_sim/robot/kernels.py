@@ -37,10 +37,10 @@ def point_terms(J, v, rotations, translations, velocities, accelerations, suppor
     Args:
         J: (6, nv) WORLD joint Jacobians (pinocchio Data).
         v: (nv,) generalized velocity.
-        rotations, translations: tuples of the joint placements ``R_b`` (3, 3), ``t_b`` (3,)
-            of the bodies that carry points.
-        velocities, accelerations: tuples of their spatial velocity and (q̈ = 0) acceleration
-            (6,) in the joint frame (pinocchio ``data.v``, ``data.a``; linear part first).
+        rotations, translations: the joint placements ``R_b`` (3, 3), ``t_b`` (3,) of the
+            bodies that carry points (tuples or stacked arrays).
+        velocities, accelerations: their spatial velocity and (q̈ = 0) acceleration (6,) in
+            the joint frame (pinocchio ``data.v``, ``data.a``; linear part first).
         support: (nb, nv) bool, the columns of J that move body b.
         point_body: (m,) body index b(i); local: (m, 3) point in its joint frame.
         frames: (k, 3, 3) contact frames (columns t₁, t₂, n), k = m or 1 (shared);
@@ -53,10 +53,21 @@ def point_terms(J, v, rotations, translations, velocities, accelerations, suppor
         read them after the Data moved on).
     """
     m = point_body.shape[0]
-    nv = v.shape[0]
-    nb = support.shape[0]
-    placements = np.empty((nb, 3, 4))
-    for b in range(nb):
+    p = np.empty((m, 3))
+    phi = np.empty(m)
+    pt = np.empty((m, 2))
+    vc = np.empty((m, 3))
+    placements = np.empty((support.shape[0], 3, 4))
+    placements_into(rotations, translations, placements)
+    point_terms_into(J, v, rotations, translations, velocities, accelerations, support,
+                     point_body, local, frames, origins, Jc, gc, p, phi, pt, vc)
+    return p, phi, pt, vc, placements
+
+
+@njit(cache=True, error_model="numpy")
+def placements_into(rotations, translations, placements):
+    """``placements[b] = [R_b | t_b]`` for every b < len(placements)."""
+    for b in range(placements.shape[0]):
         R = rotations[b]
         t = translations[b]
         for r in range(3):
@@ -64,15 +75,15 @@ def point_terms(J, v, rotations, translations, velocities, accelerations, suppor
             placements[b, r, 1] = R[r, 1]
             placements[b, r, 2] = R[r, 2]
             placements[b, r, 3] = t[r]
-    p = np.empty((m, 3))
-    phi = np.empty(m)
-    pt = np.empty((m, 2))
-    vc = np.empty((m, 3))
-    pw = np.empty(3)
-    vl = np.empty(3)
-    gl = np.empty(3)
-    vw = np.empty(3)
-    gw = np.empty(3)
+
+
+@njit(cache=True, error_model="numpy")
+def point_terms_into(J, v, rotations, translations, velocities, accelerations, support,
+                     point_body, local, frames, origins, Jc, gc, p, phi, pt, vc):
+    """``point_terms`` into given outputs p (m, 3), phi (m,), p_tangent (m, 2), vc (m, 3)
+    (without the placements; the 3-vectors of the loop are scalars: no temporaries)."""
+    m = point_body.shape[0]
+    nv = v.shape[0]
     Jw = np.empty((3, nv))
     shared = frames.shape[0] == 1
     for i in range(m):
@@ -84,26 +95,31 @@ def point_terms(J, v, rotations, translations, velocities, accelerations, suppor
         l0, l1, l2 = local[i, 0], local[i, 1], local[i, 2]
         w0, w1, w2 = V[3], V[4], V[5]
         # In the joint frame: ṗ = v + ω × l, p̈ = a + α × l + ω × ṗ (classical, q̈ = 0).
-        vl[0] = V[0] + w1 * l2 - w2 * l1
-        vl[1] = V[1] + w2 * l0 - w0 * l2
-        vl[2] = V[2] + w0 * l1 - w1 * l0
-        gl[0] = A[0] + A[4] * l2 - A[5] * l1 + w1 * vl[2] - w2 * vl[1]
-        gl[1] = A[1] + A[5] * l0 - A[3] * l2 + w2 * vl[0] - w0 * vl[2]
-        gl[2] = A[2] + A[3] * l1 - A[4] * l0 + w0 * vl[1] - w1 * vl[0]
-        for r in range(3):
-            pw[r] = R[r, 0] * l0 + R[r, 1] * l1 + R[r, 2] * l2 + t[r]
-            vw[r] = R[r, 0] * vl[0] + R[r, 1] * vl[1] + R[r, 2] * vl[2]
-            gw[r] = R[r, 0] * gl[0] + R[r, 1] * gl[1] + R[r, 2] * gl[2]
+        vl0 = V[0] + w1 * l2 - w2 * l1
+        vl1 = V[1] + w2 * l0 - w0 * l2
+        vl2 = V[2] + w0 * l1 - w1 * l0
+        gl0 = A[0] + A[4] * l2 - A[5] * l1 + w1 * vl2 - w2 * vl1
+        gl1 = A[1] + A[5] * l0 - A[3] * l2 + w2 * vl0 - w0 * vl2
+        gl2 = A[2] + A[3] * l1 - A[4] * l0 + w0 * vl1 - w1 * vl0
+        pw0 = R[0, 0] * l0 + R[0, 1] * l1 + R[0, 2] * l2 + t[0]
+        pw1 = R[1, 0] * l0 + R[1, 1] * l1 + R[1, 2] * l2 + t[1]
+        pw2 = R[2, 0] * l0 + R[2, 1] * l1 + R[2, 2] * l2 + t[2]
+        vw0 = R[0, 0] * vl0 + R[0, 1] * vl1 + R[0, 2] * vl2
+        vw1 = R[1, 0] * vl0 + R[1, 1] * vl1 + R[1, 2] * vl2
+        vw2 = R[2, 0] * vl0 + R[2, 1] * vl1 + R[2, 2] * vl2
+        gw0 = R[0, 0] * gl0 + R[0, 1] * gl1 + R[0, 2] * gl2
+        gw1 = R[1, 0] * gl0 + R[1, 1] * gl1 + R[1, 2] * gl2
+        gw2 = R[2, 0] * gl0 + R[2, 1] * gl1 + R[2, 2] * gl2
         for k in range(nv):
             if support[b, k]:
                 # J_lin + J_ang × p  (= J_lin − [p]× J_ang), WORLD convention
-                Jw[0, k] = J[0, k] + J[4, k] * pw[2] - J[5, k] * pw[1]
-                Jw[1, k] = J[1, k] + J[5, k] * pw[0] - J[3, k] * pw[2]
-                Jw[2, k] = J[2, k] + J[3, k] * pw[1] - J[4, k] * pw[0]
+                Jw[0, k] = J[0, k] + J[4, k] * pw2 - J[5, k] * pw1
+                Jw[1, k] = J[1, k] + J[5, k] * pw0 - J[3, k] * pw2
+                Jw[2, k] = J[2, k] + J[3, k] * pw1 - J[4, k] * pw0
         f = 0 if shared else i
         C = frames[f]
         o = origins[f]
-        d0, d1, d2 = pw[0] - o[0], pw[1] - o[1], pw[2] - o[2]
+        d0, d1, d2 = pw0 - o[0], pw1 - o[1], pw2 - o[2]
         for c in range(3):  # contact-frame component c = column c of C
             c0, c1, c2 = C[0, c], C[1, c], C[2, c]
             coord = c0 * d0 + c1 * d1 + c2 * d2
@@ -111,15 +127,14 @@ def point_terms(J, v, rotations, translations, velocities, accelerations, suppor
                 phi[i] = coord
             else:
                 pt[i, c] = coord
-            vc[i, c] = c0 * vw[0] + c1 * vw[1] + c2 * vw[2]
-            gc[3 * i + c] = c0 * gw[0] + c1 * gw[1] + c2 * gw[2]
+            vc[i, c] = c0 * vw0 + c1 * vw1 + c2 * vw2
+            gc[3 * i + c] = c0 * gw0 + c1 * gw1 + c2 * gw2
             for k in range(nv):
                 if support[b, k]:
                     Jc[3 * i + c, k] = c0 * Jw[0, k] + c1 * Jw[1, k] + c2 * Jw[2, k]
                 else:
                     Jc[3 * i + c, k] = 0.0
-        p[i, 0], p[i, 1], p[i, 2] = pw[0], pw[1], pw[2]
-    return p, phi, pt, vc, placements
+        p[i, 0], p[i, 1], p[i, 2] = pw0, pw1, pw2
 
 
 @njit(cache=True, error_model="numpy")
@@ -332,3 +347,118 @@ def euler_step(W, m, nv, nj, f, v, dt):
     a = contact_acceleration(U, D, X, af, f)
     vn, vc, vmax = euler_velocity(v, a, dt, Jc)
     return a, vn, vc, vmax
+
+
+@njit(cache=True, error_model="numpy")
+def euler_into(W, m, nv, nj, f, v, dt, out):
+    """``euler_step`` into ``out`` = [v̇ (nv) | v⁺ (nv) | dt v⁺ (nv) | J_c v⁺ (3m)] for forces f
+    (m, 3) (any memory layout); returns ``max |v⁺|`` (NaN if v⁺ is not finite). The same
+    operations as ``euler_step`` and ``dt * v⁺`` in numpy."""
+    Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
+    fl = np.empty(3 * m)
+    for i in range(m):
+        for c in range(3):
+            fl[3 * i + c] = f[i, c]
+    a = contact_acceleration(U, D, X, af, fl)
+    vmax = 0.0
+    for k in range(nv):
+        out[k] = a[k]
+        vn = v[k] + dt * a[k]
+        out[nv + k] = vn
+        out[2 * nv + k] = dt * vn
+        x = abs(vn)
+        if not x <= 1e300:  # NaN or Inf
+            vmax = np.nan
+        elif x > vmax:
+            vmax = x
+    o = 3 * nv
+    for r in range(3 * m):
+        s = 0.0
+        for k in range(nv):
+            s += Jc[r, k] * out[nv + k]
+        out[o + r] = s
+    return vmax
+
+
+@njit(cache=True, error_model="numpy")
+def points_out_size(m, nj, nb):
+    """Length of ``points_step``'s output (layout in ``points_views``)."""
+    return 9 * m + nj + 12 * nb
+
+
+@njit(cache=True, error_model="numpy")
+def points_step(static_f, static_i, extra, rotations, translations, velocities, accelerations,
+                J, U, D, nle, v, tau, W, out):
+    """``step_terms`` on the simulator's packed fixed arrays (``pack_points``) and the joints'
+    stacked placements and motions (all joints; the points' joints picked by index), into
+    the given W (``packed_size``) and ``out`` = [p (3m) | phi (m) | p_tangent (2m) | vc (3m) |
+    clamped τ (nj) | placements of the contact joints (12 nb)] (``points_views``).
+
+    Returns:
+        finite (τ had no NaN/Inf).
+    """
+    m, nj, nb, njoints = static_i[0], static_i[1], static_i[2], static_i[3]
+    nv = v.shape[0]
+    o = 4
+    v_idx = static_i[o:o + nj]
+    point_joint = static_i[o + nj:o + nj + m]
+    joints = static_i[o + nj + m:o + nj + m + nb]
+    o += nj + m + nb
+    support = static_i[o:o + njoints * nv].reshape((njoints, nv))
+    limit = static_f[:nj]
+    local = static_f[nj:nj + 3 * m].reshape((m, 3))
+    frames = static_f[nj + 3 * m:nj + 3 * m + 9].reshape((1, 3, 3))
+    origins = static_f[nj + 3 * m + 9:nj + 3 * m + 12].reshape((1, 3))
+    Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
+    finite = clamp_torques(tau, limit, tc_o)
+    placements = out[9 * m + nj:9 * m + nj + 12 * nb].reshape((nb, 3, 4))
+    for b in range(nb):
+        j = joints[b]
+        R = rotations[j]
+        t = translations[j]
+        for r in range(3):
+            placements[b, r, 0] = R[r, 0]
+            placements[b, r, 1] = R[r, 1]
+            placements[b, r, 2] = R[r, 2]
+            placements[b, r, 3] = t[r]
+    point_terms_into(J, v, rotations, translations, velocities, accelerations, support,
+                     point_joint, local, frames, origins, Jc_o, gc_o,
+                     out[:3 * m].reshape((m, 3)), out[3 * m:4 * m],
+                     out[4 * m:6 * m].reshape((m, 2)), out[6 * m:9 * m].reshape((m, 3)))
+    free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
+    for j in range(nj):
+        out[9 * m + j] = tc_o[j]
+    return finite
+
+
+def pack_points(limit: np.ndarray, v_idx: np.ndarray, point_joint: np.ndarray,
+                joints: np.ndarray, support: np.ndarray, local: np.ndarray, frame: np.ndarray,
+                origin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``points_step``'s fixed arrays in one float and one int buffer: the effort limits, the
+    points in their joint frames, the shared contact frame and origin; the actuated
+    velocity indices, each point's joint, the contact joints, the joints' supports (njoints,
+    nv) as 0/1."""
+    m, nj, nb = len(point_joint), len(v_idx), len(joints)
+    ints = np.concatenate([[m, nj, nb, support.shape[0]], v_idx, point_joint, joints,
+                           support.ravel()]).astype(np.int64)
+    floats = np.concatenate([limit, np.ravel(local), np.ravel(frame), np.ravel(origin)])
+    return floats.astype(np.float64), ints
+
+
+def points_views(out: np.ndarray, m: int,
+                 nj: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """phi (m,), p_tangent (m, 2), vc (m, 3), the clamped τ (nj,) in ``points_step``'s
+    output (``points_positions``: p; ``points_placements``: the placements)."""
+    return out[3 * m:4 * m], out[4 * m:6 * m].reshape(m, 2), out[6 * m:9 * m].reshape(m, 3), \
+        out[9 * m:9 * m + nj]
+
+
+def points_positions(out: np.ndarray, m: int, nj: int, nb: int) -> np.ndarray:
+    """p (m, 3) in ``points_step``'s output."""
+    return out[:3 * m].reshape(m, 3)
+
+
+def points_placements(out: np.ndarray, m: int, nj: int, nb: int) -> np.ndarray:
+    """The contact joints' placements (nb, 3, 4) in ``points_step``'s output."""
+    o = 9 * m + nj
+    return out[o:o + 12 * nb].reshape(nb, 3, 4)

@@ -322,9 +322,42 @@ class Detector:
         self._args = None  # kernel_args's cache
         self._feature_mat = np.concatenate([self.plane_mat, self.box_mat, self.geoms.material])
         self._ground = next((k for k, p in enumerate(world.planes) if p.name == "ground"), -1)
+        self._pack_static()
         self._joint_names = tuple(model.names)
         self._request = coal.DistanceRequest()
         self.fallback_calls = 0  # coal.distance calls so far (pairs without a closed form)
+
+    def _pack_static(self) -> None:
+        """The detection's fixed arrays in five buffers grouped by shape (``static_views``'s
+        layout), the attributes becoming views of them: the compiled step takes five
+        arguments instead of nineteen (numba checks and unboxes each argument at every call),
+        and takes its views by slicing (a numba reshape costs a runtime call)."""
+        g = self.geoms
+        sizes = np.array([len(g), len(self.plane_n), len(self.box_t), len(self.materials),
+                          self._ground], dtype=np.int64)
+        self.static = []
+        for arrays, dtype, shape in (
+                ([sizes, g.kind, g.joint, g.group, g.material, self.plane_mat, self.box_mat,
+                  self._feature_mat], np.int64, (-1,)),
+                ([g.radius, np.array([self.settings.margin])], np.float64, (-1,)),
+                ([g.t, g.half, self.plane_n, self.plane_o, self.box_t, self.box_half],
+                 np.float64, (-1, 3)),
+                ([g.R, self.box_R], np.float64, (-1, 3, 3)),
+                ([self.mu_table, self.e_table], np.float64, (2, *self.mu_table.shape))):
+            buf, views = _pack(arrays, dtype, shape)
+            self.static.append(buf)
+            if dtype is np.int64:
+                (_, g.kind, g.joint, g.group, g.material, self.plane_mat, self.box_mat,
+                 self._feature_mat) = views
+            elif shape == (-1,):
+                g.radius = views[0]
+            elif shape == (-1, 3):
+                g.t, g.half, self.plane_n, self.plane_o, self.box_t, self.box_half = views
+            elif shape == (-1, 3, 3):
+                g.R, self.box_R = views
+            else:
+                self.mu_table, self.e_table = buf[0], buf[1]
+        self.static = tuple(self.static)
 
     def placements(self, data: pin.Data) -> tuple[np.ndarray, np.ndarray]:
         """The joint rotations (njoints, 3, 3) and translations (njoints, 3) of ``data.oMi``:
@@ -339,17 +372,14 @@ class Detector:
         return rotations, translations
 
     def kernel_args(self, data: pin.Data) -> tuple:
-        """The arguments of ``detect_finish_kernel`` at the placements in ``data.oMi`` (one
-        tuple, kept while the placements are views of ``data`` and the work arrays stay)."""
+        """The arguments of ``detect_finish_kernel`` at the placements in ``data.oMi``: the
+        static and work buffers, the rotations and translations (one tuple, kept while the
+        placements are views of ``data`` and the work arrays stay)."""
         cached = self._args
         if cached is not None and cached[0] is data and cached[1] is self._out:
             return cached[2]
-        g = self.geoms
         rotations, translations = self.placements(data)
-        args = (g.kind, g.joint, g.R, g.t, g.half, g.radius, g.group, g.material, rotations,
-                translations, self.plane_n, self.plane_o, self.plane_mat, self.box_R,
-                self.box_t, self.box_half, self.box_mat, self.mu_table, self.settings.margin,
-                *self._out, self.e_table, self._feature_mat, self._ground)
+        args = (*self.static, *work_buffers(self._out), rotations, translations)
         self._args = (data, self._out, args) if self._views is not None else None
         return args
 
@@ -423,12 +453,71 @@ class Detector:
         return need
 
 
+def _pack(arrays: list[np.ndarray], dtype,
+          shape: tuple[int, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One buffer of ``shape`` (-1: the arrays' total along the first axis) holding the arrays
+    one after another along its first axis, and views of it shaped as they were."""
+    flat = np.concatenate([np.asarray(a, dtype).ravel() for a in arrays])
+    buf = flat.reshape(shape)
+    row = int(np.prod(buf.shape[1:]))
+    views, o = [], 0
+    for a in arrays:
+        views.append(buf[o:o + a.size // row].reshape(a.shape))
+        o += a.size // row
+    return buf, views
+
+
 def _alloc(capacity: int) -> list[np.ndarray]:
-    return [np.empty(capacity, np.int64), np.empty(capacity, np.int64),
-            np.empty((capacity, 3)), np.empty((capacity, 3)), np.empty((capacity, 3)),
-            np.empty(capacity), np.empty(capacity, np.int64), np.empty(capacity),
-            np.empty((capacity, 3)), np.empty(capacity, np.int64), np.empty(capacity, np.int64),
-            np.empty((capacity, 2), np.int64)]
+    """The detection's work arrays B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK for
+    ``capacity`` contacts: rows of four buffers grouped by shape (``work_views``'s layout;
+    ``work_buffers`` gives them back)."""
+    c = capacity
+    ints = np.empty((5, c), np.int64)  # B1, B2, KEY, G1, OTH
+    floats = np.empty((2, c))  # GAP, MU
+    points = np.empty((4, c, 3))  # P1, P2, N, ANC
+    return [ints[0], ints[1], points[0], points[1], points[2], floats[0], ints[2], floats[1],
+            points[3], ints[3], ints[4], np.empty((c, 2), np.int64)]
+
+
+def work_buffers(out: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                 np.ndarray]:
+    """The four buffers under ``_alloc``'s views."""
+    return out[0].base, out[5].base, out[2].base, out[11]
+
+
+@njit(cache=True, error_model="numpy")
+def work_views(ints, floats, points, fallback):
+    """``_alloc``'s views, in the kernels: B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH,
+    FALLBACK."""
+    return (ints[0], ints[1], points[0], points[1], points[2], floats[0], ints[2], floats[1],
+            points[3], ints[3], ints[4], fallback)
+
+
+@njit(cache=True, error_model="numpy")
+def static_views(static_i, static_1, static_3, static_33, tables):
+    """The fixed arrays of ``Detector._pack_static``: kind, joint, R, t, half, radius, group,
+    material of the geometries, plane_n, plane_o, plane_mat, box_R, box_t, box_half, box_mat,
+    mu_table, margin (``detect_kernel``'s order), then e_table, feature_mat, ground."""
+    G, P, S, ground = static_i[0], static_i[1], static_i[2], static_i[4]
+    o = 5
+    kind = static_i[o:o + G]
+    joint = static_i[o + G:o + 2 * G]
+    group = static_i[o + 2 * G:o + 3 * G]
+    gmat = static_i[o + 3 * G:o + 4 * G]
+    o += 4 * G
+    plane_mat = static_i[o:o + P]
+    box_mat = static_i[o + P:o + P + S]
+    feature_mat = static_i[o + P + S:o + 2 * (P + S) + G]
+    gt = static_3[:G]
+    half = static_3[G:2 * G]
+    plane_n = static_3[2 * G:2 * G + P]
+    plane_o = static_3[2 * G + P:2 * G + 2 * P]
+    o = 2 * G + 2 * P
+    box_t = static_3[o:o + S]
+    box_half = static_3[o + S:o + 2 * S]
+    return (kind, joint, static_33[:G], gt, half, static_1[:G], group, gmat, plane_n, plane_o,
+            plane_mat, static_33[G:G + S], box_t, box_half, box_mat, tables[0], static_1[G],
+            tables[1], feature_mat, ground)
 
 
 def stacked_views(views: list[np.ndarray]) -> tuple[np.ndarray, bool]:
@@ -848,7 +937,16 @@ def finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations, t
     body 2 (spring anchors), and whether body 2 is the ground plane (``finish_reference``)."""
     floats = np.empty((n, F_COLS))
     ints = np.empty((n, I_COLS), dtype=np.int64)
-    for i in range(n):
+    finish_into(floats, ints, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations,
+                translations, e_table, geom_mat, feature_mat, ground)
+    return floats, ints
+
+
+@njit(cache=True, error_model="numpy")
+def finish_into(floats, ints, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations,
+                translations, e_table, geom_mat, feature_mat, ground):
+    """``finish_kernel`` into given (m, ``F_COLS``) and (m, ``I_COLS``) arrays."""
+    for i in range(floats.shape[0]):
         b1, b2, g1, oth = B1[i], B2[i], G1[i], OTH[i]
         ints[i, I_BODY1], ints[i, I_BODY2], ints[i, I_ID] = b1, b2, KEY[i]
         ints[i, I_GEOM1], ints[i, I_OTHER] = g1, oth
@@ -877,28 +975,38 @@ def finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations, t
             floats[i, F_PT + c] = floats[i, F_FRAME + c] * (P1[i, 0] - ANC[i, 0]) \
                 + floats[i, F_FRAME + 3 + c] * (P1[i, 1] - ANC[i, 1]) \
                 + floats[i, F_FRAME + 6 + c] * (P1[i, 2] - ANC[i, 2])
-    return floats, ints
 
 
 @njit(cache=True, error_model="numpy")
-def detect_finish_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, translations,
-                         plane_n, plane_o, plane_mat, box_R, box_t, box_half, box_mat, mu_table,
-                         margin, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK,
-                         e_table, feature_mat, ground):
-    """``detect_kernel`` then ``finish_kernel`` in one call (the step's path): the count, the
-    number of pairs left for coal, and ``(floats, ints)`` (empty when the count is −1 or pairs are
-    left for coal: the caller finishes after ``Detector._fallback``)."""
+def detect_finish_kernel(static_i, static_1, static_3, static_33, tables, work_i, work_1,
+                         work_3, fallback, rotations, translations):
+    """``detect_kernel`` then ``finish_kernel`` in one call (the step's path), on the detector's
+    static and work buffers (``static_views``, ``work_views``): the count, the number of pairs
+    left for coal, and ``(floats, ints)`` (empty when the count is −1 or pairs are left for
+    coal: the caller finishes after ``Detector._fallback``)."""
+    static = static_views(static_i, static_1, static_3, static_33, tables)
+    work = work_views(work_i, work_1, work_3, fallback)
+    n, nf = detect_only(static, work, rotations, translations)
+    B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, _ = work
+    gmat, e_table, feature_mat, ground = static[7], static[17], static[18], static[19]
+    floats, ints = finish_kernel(n if n >= 0 and nf == 0 else 0, B1, B2, P1, P2, N, GAP, KEY,
+                                 MU, ANC, G1, OTH, rotations, translations, e_table, gmat,
+                                 feature_mat, ground)
+    return n, nf, floats, ints
+
+
+@njit(cache=True, error_model="numpy")
+def detect_only(static, work, rotations, translations):
+    """``detect_kernel`` on ``static_views`` and ``work_views``: the count and the pairs left
+    for coal."""
+    (kind, joint, gR, gt, half, radius, group, gmat, plane_n, plane_o, plane_mat, box_R, box_t,
+     box_half, box_mat, mu_table, margin, _, _, _) = static
+    B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK = work
     n, nf, _, _ = detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations,
                                 translations, plane_n, plane_o, plane_mat, box_R, box_t,
                                 box_half, box_mat, mu_table, margin, B1, B2, P1, P2, N, GAP,
                                 KEY, MU, ANC, G1, OTH, FALLBACK)
-    if n < 0 or nf > 0:
-        floats, ints = finish_kernel(0, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH,
-                             rotations, translations, e_table, gmat, feature_mat, ground)
-        return n, nf, floats, ints
-    floats, ints = finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH,
-                         rotations, translations, e_table, gmat, feature_mat, ground)
-    return n, nf, floats, ints
+    return n, nf
 
 
 def finish_reference(n, work, rotations, translations, e_table, geom_mat, feature_mat,

@@ -30,21 +30,31 @@ from biped_contact_sim.robot.kernels import (
     clamp_torques,
     free_motion,
     packed_size,
+    placements_into,
     point_terms,
+    point_terms_into,
     unpack,
 )
 from biped_contact_sim.sim.collision import (
+    F_COLS,
     F_FRAME,
     F_LOCAL1,
     F_LOCAL2,
+    F_MU,
+    F_PT,
     I_BODY1,
     I_BODY2,
+    I_COLS,
+    I_ID,
     CollisionSettings,
     Contacts,
     Detector,
     collision_model,
-    detect_finish_kernel,
+    detect_only,
+    finish_into,
     stacked_views,
+    static_views,
+    work_views,
 )
 from biped_contact_sim.sim.terrain import PlaneTerrain
 from biped_contact_sim.sim.world import ContactLaw, Plane, World, build_world_model
@@ -65,6 +75,23 @@ def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
         W, p₁ (m, 3), phi, vc, the joint placements ``[R_b | t_b]`` (njoints, 3, 4), finite
         (``step_terms``'s buffer layout).
     """
+    m = floats.shape[0]
+    W = np.empty(packed_size(m, v.shape[0], tau.shape[0]))
+    p = np.empty((m, 3))
+    phi = np.empty(m)
+    vc = np.empty((m, 3))
+    placements = np.empty((support.shape[0], 3, 4))
+    finite = geometry_terms_into(J, U, D, nle, v, tau, limit, v_idx, extra, rotations,
+                                 translations, velocities, accelerations, support, floats,
+                                 ints, W, p, phi, vc, placements)
+    return W, p, phi, vc, placements, finite
+
+
+@njit(cache=True, error_model="numpy")
+def geometry_terms_into(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations,
+                        velocities, accelerations, support, floats, ints, W, p, phi, vc,
+                        placements):
+    """``geometry_step_terms`` into given outputs (W of ``packed_size``); returns finite."""
     nv = v.shape[0]
     nj = tau.shape[0]
     m = floats.shape[0]
@@ -77,13 +104,13 @@ def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
         for r in range(3):
             for c in range(3):
                 frames[i, r, c] = floats[i, F_FRAME + 3 * r + c]
-    W = np.empty(packed_size(m, nv, nj))
     Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
     finite = clamp_torques(tau, limit, tc_o)
     origin = np.zeros((m, 3))  # point_terms reads origins[i] (its phi is not used)
-    p, phi, pt, vc, placements = point_terms(J, v, rotations, translations, velocities,
-                                             accelerations, support, body1, local1, frames,
-                                             origin, Jc_o, gc_o)
+    pt = np.empty((m, 2))
+    placements_into(rotations, translations, placements)
+    point_terms_into(J, v, rotations, translations, velocities, accelerations, support, body1,
+                     local1, frames, origin, Jc_o, gc_o, p, phi, pt, vc)
     moving2 = False
     for i in range(m):
         moving2 = moving2 or body2[i] != 0
@@ -100,42 +127,94 @@ def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
         for i in range(m):
             for c in range(3):
                 vc[i, c] -= vc2[i, c]
+        for i in range(m):
+            C = frames[i]
+            phi[i] = C[0, 2] * (p[i, 0] - p2[i, 0]) + C[1, 2] * (p[i, 1] - p2[i, 1]) \
+                + C[2, 2] * (p[i, 2] - p2[i, 2])
     else:  # every body 2 is the static world: p₂ = local2, no motion (the same numbers)
-        p2 = local2
-    for i in range(m):
-        C = frames[i]
-        phi[i] = C[0, 2] * (p[i, 0] - p2[i, 0]) + C[1, 2] * (p[i, 1] - p2[i, 1]) \
-            + C[2, 2] * (p[i, 2] - p2[i, 2])
+        for i in range(m):
+            C = frames[i]
+            phi[i] = C[0, 2] * (p[i, 0] - local2[i, 0]) + C[1, 2] * (p[i, 1] - local2[i, 1]) \
+                + C[2, 2] * (p[i, 2] - local2[i, 2])
     free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
-    return W, p, phi, vc, placements, finite
+    return finite
 
 
 @njit(cache=True, error_model="numpy")
-def detect_step_terms(kind, joint, gR, gt, half, radius, group, gmat, rotations, translations,
-                      plane_n, plane_o, plane_mat, box_R, box_t, box_half, box_mat, mu_table,
-                      margin, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK, e_table,
-                      feature_mat, ground, J, U, D, nle, v, tau, limit, v_idx, extra, velocities,
-                      accelerations, support):
-    """The step's detection and its terms in one call: ``collision.detect_finish_kernel``
-    (its arguments first, as ``Detector.kernel_args``), then ``geometry_step_terms`` on the
-    set it found. When the detection needs Python (n < 0: work arrays too short; nf > 0:
-    pairs for coal) the terms are left out (empty) and the caller finishes both apart.
+def step_out_size(m, nj, nb):
+    """Length of ``detect_step``'s per-step output (layout in ``step_out_views``)."""
+    return m * (F_COLS + 7) + nj + 12 * nb
+
+
+def step_out_views(out: np.ndarray, m: int,
+                   nj: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Views of ``detect_step``'s output: the contact set's floats (m, ``F_COLS``), phi (m,),
+    vc (m, 3) and the clamped τ (nj,) (``step_points``: p₁; ``step_placements``: the joint
+    placements)."""
+    o1 = m * (F_COLS + 3)
+    o2 = o1 + m
+    o3 = o2 + 3 * m
+    return out[:m * F_COLS].reshape(m, F_COLS), out[o1:o2], out[o2:o3].reshape(m, 3), \
+        out[o3:o3 + nj]
+
+
+def step_points(out: np.ndarray, m: int, nj: int, nb: int) -> np.ndarray:
+    """p₁ (m, 3) in ``detect_step``'s output."""
+    return out[m * F_COLS:m * (F_COLS + 3)].reshape(m, 3)
+
+
+def step_placements(out: np.ndarray, m: int, nj: int, nb: int) -> np.ndarray:
+    """The joint placements (nb, 3, 4) in ``detect_step``'s output."""
+    o = m * (F_COLS + 7) + nj
+    return out[o:o + 12 * nb].reshape(nb, 3, 4)
+
+
+@njit(cache=True, error_model="numpy")
+def detect_step(static_i, static_1, static_3, static_33, tables, work_i, work_1, work_3,
+                fallback, rotations, translations, velocities, accelerations, J, U, D, nle,
+                limit, v_idx, extra, support, v, tau):
+    """The step's detection and its terms in one call: ``collision.detect_only`` on the
+    detector's buffers (``Detector.kernel_args``), ``collision.finish_into`` and
+    ``geometry_terms_into`` on the set it found. When the detection needs Python (n < 0: work
+    arrays too short; nf > 0: pairs for coal) nothing else is done and the caller finishes
+    apart.
+
+    The step's outputs come back in two fresh arrays (each returned array costs numba a
+    boxing): W (``robot.kernels.unpack``), which only the contact models read, and one
+    buffer (``step_out_views``) with what a ``StepResult`` keeps (the contact set's floats,
+    p₁, phi, vc, the clamped τ, the joint placements), so a kept result does not keep W; the
+    contact set's ints (m, ``I_COLS``) apart.
 
     Returns:
-        n, nf, the set's (floats, ints), then ``geometry_step_terms``'s W, p₁, phi, vc, joint
-        placements, finite.
+        n, nf, finite, W, the output buffer, ints.
     """
-    n, nf, floats, ints = detect_finish_kernel(
-        kind, joint, gR, gt, half, radius, group, gmat, rotations, translations, plane_n,
-        plane_o, plane_mat, box_R, box_t, box_half, box_mat, mu_table, margin, B1, B2, P1, P2,
-        N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK, e_table, feature_mat, ground)
+    static = static_views(static_i, static_1, static_3, static_33, tables)
+    work = work_views(work_i, work_1, work_3, fallback)
+    n, nf = detect_only(static, work, rotations, translations)
     if n < 0 or nf > 0:
-        floats = np.empty((0, floats.shape[1]))
-        ints = np.empty((0, ints.shape[1]), dtype=np.int64)
-    W, p, phi, vc, placements, finite = geometry_step_terms(
-        J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations, velocities,
-        accelerations, support, floats, ints)
-    return n, nf, floats, ints, W, p, phi, vc, placements, finite
+        return n, nf, True, np.empty(0), np.empty(0), np.empty((0, I_COLS), dtype=np.int64)
+    B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, _ = work
+    gmat, e_table, feature_mat, ground = static[7], static[17], static[18], static[19]
+    nv, nj, nb = v.shape[0], tau.shape[0], support.shape[0]
+    out = np.empty(step_out_size(n, nj, nb))
+    o1 = n * F_COLS
+    o2 = o1 + 3 * n
+    o3 = o2 + n
+    o4 = o3 + 3 * n
+    o5 = o4 + nj
+    floats = out[:o1].reshape((n, F_COLS))
+    ints = np.empty((n, I_COLS), dtype=np.int64)
+    finish_into(floats, ints, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations,
+                translations, e_table, gmat, feature_mat, ground)
+    W = np.empty(packed_size(n, nv, nj))
+    finite = geometry_terms_into(J, U, D, nle, v, tau, limit, v_idx, extra, rotations,
+                                 translations, velocities, accelerations, support, floats,
+                                 ints, W, out[o1:o2].reshape((n, 3)), out[o2:o3],
+                                 out[o3:o4].reshape((n, 3)), out[o5:].reshape((nb, 3, 4)))
+    tc = W[W.shape[0] - nj:]
+    for j in range(nj):
+        out[o4 + j] = tc[j]
+    return n, nf, finite, W, out, ints
 
 
 class GeometryWorkspace:
@@ -166,6 +245,11 @@ class GeometryWorkspace:
         self._terms_live = all(np.array_equal(a, b) for a, b in zip(held, fresh, strict=True)) \
             and any(np.any(a != b) for a, b in zip(held, before, strict=True))
         self.compute(pin.neutral(model), np.zeros(model.nv))
+
+    @property
+    def live(self) -> bool:
+        """Whether the held arrays follow the Data (then ``compute`` is the two algorithms)."""
+        return self._terms_live and self._live
 
     def compute(self, q: np.ndarray, v: np.ndarray) -> None:
         """Run pinocchio's algorithms at (q, v) and take the views of the results."""
@@ -223,7 +307,13 @@ class GeometryContacts:
         self.nq_robot, self.nv_robot = robot.nq, robot.nv
         self.timed = False
         self.detect_time, self.detect_calls = 0.0, 0
-        self.placements: np.ndarray | None = None
+        self._placements: np.ndarray | None = None
+        #: ``(out, m, nj, nb)`` of the last ``detect_step`` (``placements`` read from it)
+        self.step_out: tuple | None = None
+        self._placements_of: tuple | None = None
+        self._step_args: tuple | None = None
+        self._nb, self._nv = self.model.njoints, self.model.nv
+        self._joint_names = self.detector._joint_names
 
     def detect(self) -> Contacts:
         """The contacts at the configuration of the last ``workspace.compute``."""
@@ -235,26 +325,53 @@ class GeometryContacts:
         self.detect_calls += 1
         return contacts
 
+    def step_args(self, limit: np.ndarray, v_idx: np.ndarray, extra: np.ndarray) -> tuple:
+        """``detect_step``'s arguments but v and τ (one tuple, kept while the arrays in it are
+        the ones the Data and the detector hold)."""
+        det = self.detector.kernel_args(self.data)
+        cached = self._step_args
+        if cached is not None and cached[0] is det and cached[1] is extra \
+                and cached[2] is limit and cached[3] is v_idx:
+            return cached[4]
+        ws = self.workspace
+        args = (*det, ws.velocities, ws.accelerations, ws.J, ws.U, ws.D, ws.nle, limit, v_idx,
+                extra, ws.support)
+        live = ws.live and self.detector._args is not None
+        self._step_args = (det, extra, limit, v_idx, args) if live else None
+        return args
+
     def detect_state(self, v: np.ndarray, tau: np.ndarray, limit: np.ndarray,
                      v_idx: np.ndarray, extra: np.ndarray, dt: float,
                      nj: int) -> tuple[Contacts, np.ndarray, np.ndarray, ContactState, bool]:
-        """``detect`` then ``state`` (one compiled call, ``detect_step_terms``, unless the
-        detection is timed or needs Python): ``(contacts, W, p₁, ContactState, finite)``."""
+        """``detect`` then ``state`` (one compiled call, ``detect_step``, unless the detection
+        is timed or needs Python): ``(contacts, W, p₁, ContactState, finite)``."""
         if self.timed:
             contacts = self.detect()
             return (contacts, *self.state(v, tau, limit, v_idx, extra, dt, nj, contacts))
-        ws = self.workspace
-        n, nf, floats, ints, W, p, phi, vc, placements, finite = detect_step_terms(
-            *self.detector.kernel_args(self.data), ws.J, ws.U, ws.D, ws.nle, v, tau, limit,
-            v_idx, extra, ws.velocities, ws.accelerations, ws.support)
+        n, nf, finite, W, out, ints = detect_step(*self.step_args(limit, v_idx, extra), v, tau)
         if n < 0 or nf:
             contacts = self.detector.finish(self.data, n, nf)
             return (contacts, *self.state(v, tau, limit, v_idx, extra, dt, nj, contacts))
-        contacts = self.detector.contacts(floats, ints)
-        self.placements = placements
-        state = ContactState.from_packed(dt, phi, vc, contacts.p_tangent, contacts.mu,
-                                         contacts.ids, (W, n, self.model.nv, nj))
+        floats, phi, vc, _ = step_out_views(out, n, nj)
+        contacts = Contacts(floats, ints, self._joint_names)
+        self.step_out = (out, n, nj, self._nb)
+        p = step_points(out, n, nj, self._nb)
+        state = ContactState.from_packed(dt, phi, vc, floats[:, F_PT:F_PT + 2], floats[:, F_MU],
+                                         ints[:, I_ID], (W, n, self._nv, nj))
         return contacts, W, p, state, finite
+
+    @property
+    def placements(self) -> np.ndarray | None:
+        """(njoints, 3, 4) the joint placements ``[R_b | t_b]`` of the last ``state`` or
+        ``detect_state`` (a copy: the observers read them after the Data moved on)."""
+        src = self.step_out
+        if src is not None and self._placements_of is not src:
+            self._placements, self._placements_of = step_placements(*src), src
+        return self._placements
+
+    @placements.setter
+    def placements(self, value: np.ndarray | None) -> None:
+        self._placements, self.step_out = value, None
 
     def state(self, v: np.ndarray, tau: np.ndarray, limit: np.ndarray, v_idx: np.ndarray,
               extra: np.ndarray, dt: float, nj: int,

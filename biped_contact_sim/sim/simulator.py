@@ -30,9 +30,35 @@ from numba import njit
 from biped_contact_sim.contact import ContactModel, ContactState
 from biped_contact_sim.errors import DIVERGED, ConfigError, DivergenceError, InputError
 from biped_contact_sim.robot import RobotModel, TermsWorkspace
-from biped_contact_sim.robot.kernels import euler_step, euler_velocity, step_terms
-from biped_contact_sim.sim.collision import CollisionSettings, Contacts
-from biped_contact_sim.sim.contact_geometry import GeometryContacts, world_from_terrain
+from biped_contact_sim.robot.kernels import (
+    euler_into,
+    euler_step,
+    euler_velocity,
+    pack_points,
+    packed_size,
+    points_out_size,
+    points_placements,
+    points_positions,
+    points_step,
+    points_views,
+    step_terms,
+)
+from biped_contact_sim.sim.collision import (
+    F_MU,
+    F_PT,
+    I_ID,
+    CollisionSettings,
+    Contacts,
+    stacked_views,
+)
+from biped_contact_sim.sim.contact_geometry import (
+    GeometryContacts,
+    detect_step,
+    step_out_views,
+    step_placements,
+    step_points,
+    world_from_terrain,
+)
 from biped_contact_sim.sim.terrain import PlaneTerrain
 from biped_contact_sim.sim.world import World, object_state
 
@@ -104,9 +130,9 @@ class StepResult:
             contacts with a world that has objects; else empty).
     """
 
-    __slots__ = ("_R", "_f_world", "a", "active", "contacts", "energy_prev", "f_contact",
-                 "f_external", "frames", "ids", "joint_placements", "p", "phi", "placements",
-                 "q", "q_objects", "q_prev", "stats", "t", "tau", "tau_external", "v",
+    __slots__ = ("_R", "_f_world", "_frames", "_joint_placements", "_out", "_p", "_placements",
+                 "a", "active", "contacts", "energy_prev", "f_contact", "f_external", "ids",
+                 "phi", "q", "q_objects", "q_prev", "stats", "t", "tau", "tau_external", "v",
                  "v_objects", "vc", "vc_next")
 
     def __init__(self, t: float, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau: np.ndarray,
@@ -117,27 +143,72 @@ class StepResult:
                  R: np.ndarray | None = None, q_prev: np.ndarray | None = None,
                  energy_prev: float = float("nan"), tau_external: np.ndarray | None = None):
         self.t, self.q, self.v, self.a, self.tau = t, q, v, a, tau
-        self.p, self.phi, self.vc, self.f_contact, self._f_world = p, phi, vc, f_contact, f_world
+        self._p, self.phi, self.vc, self.f_contact, self._f_world = p, phi, vc, f_contact, f_world
         self.active, self.stats = active, {} if stats is None else stats
-        self.vc_next, self.f_external, self.ids, self.placements = vc_next, f_external, ids, \
+        self.vc_next, self.f_external, self.ids, self._placements = vc_next, f_external, ids, \
             placements
         self._R = R
         self.q_prev, self.energy_prev, self.tau_external = q_prev, energy_prev, tau_external
-        self.frames = self.contacts = self.joint_placements = None
+        self._frames = self.contacts = self._joint_placements = self._out = None
         self.q_objects = self.v_objects = _EMPTY
+
+    # p, placements, frames and joint_placements of ``step``'s lean path are views of the
+    # step's output buffer, made when first read (most readers need none): ``_out`` holds
+    # (p's view, the placements' view, the buffer and its sizes).
+    @property
+    def p(self) -> np.ndarray:
+        if self._p is None and self._out is not None:
+            self._p = self._out[0](*self._out[2])
+        return self._p
+
+    @p.setter
+    def p(self, value: np.ndarray) -> None:
+        self._p = value
+
+    @property
+    def frames(self) -> np.ndarray | None:
+        if self._frames is _LAZY:
+            self._frames = self.contacts.frames
+        return self._frames
+
+    @frames.setter
+    def frames(self, value: np.ndarray | None) -> None:
+        self._frames = value
+
+    @property
+    def placements(self) -> np.ndarray | None:
+        if self._placements is _LAZY:
+            self._placements = self._out[1](*self._out[2])
+        return self._placements
+
+    @placements.setter
+    def placements(self, value: np.ndarray | None) -> None:
+        self._placements = value
+
+    @property
+    def joint_placements(self) -> np.ndarray | None:
+        if self._joint_placements is _LAZY:
+            self._joint_placements = self._out[1](*self._out[2])
+        return self._joint_placements
+
+    @joint_placements.setter
+    def joint_placements(self, value: np.ndarray | None) -> None:
+        self._joint_placements = value
 
     @property
     def f_world(self) -> np.ndarray:
         """(m, 3) contact forces in the world frame (rotated on first use)."""
         if self._f_world is None:
-            if self.frames is not None:
-                self._f_world = np.einsum("mij,mj->mi", self.frames, self.f_contact)
+            frames = self.frames
+            if frames is not None:
+                self._f_world = np.einsum("mij,mj->mi", frames, self.f_contact)
             else:
                 self._f_world = self.f_contact if self._R is None else \
                     self.f_contact @ self._R.T
         return self._f_world
 
 
+_LAZY = object()  # StepResult: made from the step's output buffer when first read
 _EMPTY = np.zeros(0)
 
 
@@ -225,11 +296,54 @@ class Simulator:
         self._tau_ext: np.ndarray | None = None
         self._euler = self.settings.integrator == "semi_implicit_euler"
         self._R_world = None if self.terrain.flat else self._R  # f_world = f Rᵀ (None: f)
+        self._tau_shape = (self._n_joints,)
+        self._dt, self._max_speed = self.settings.dt, self.settings.max_speed
+        # ``step``'s lean path (the common case with fewer Python operations), when the
+        # arrays its compiled calls read are views that follow the Data; else ``_step``
+        self._lean = None
+        if self.geometry is not None:
+            geo = self.geometry
+            self._nb, self._joint_names = self.model.njoints, geo.detector._joint_names
+            self._geo_args = geo.step_args(self._limit, self._v_idx, self._zero_nv)
+            if self._euler and not self._has_objects and geo.workspace.live \
+                    and geo._step_args is not None and type(self).contact_state is \
+                    Simulator.contact_state:
+                self._lean = self._step_geometry
+        elif self._euler and type(self).contact_state is Simulator.contact_state:
+            self._points_setup(robot)
         # Geometry contacts: the neutral configuration buries every link in the ground, so
         # spring_damper's stability check waits for the first configuration a caller sets.
         self._inertia_checked = self.geometry is not None
         self.reset(pin.neutral(robot.model))
         self._inertia_checked = self._inertia_checked and self.geometry is None
+
+    def _points_setup(self, robot: RobotModel) -> None:
+        """``_step_points``'s fixed arguments, when pinocchio's arrays are views that follow
+        the Data (else ``step`` stays general)."""
+        ws, model, data = self.workspace, self.model, self.data
+        r = range(model.njoints)
+        stacked = [stacked_views([data.oMi[j].rotation for j in r]),
+                   stacked_views([data.oMi[j].translation for j in r]),
+                   stacked_views([data.v[j].vector for j in r]),
+                   stacked_views([data.a[j].vector for j in r])]
+        if not (ws._live and all(live for _, live in stacked)):
+            return
+        support = np.zeros((model.njoints, model.nv), dtype=bool)
+        for j in range(1, model.njoints):
+            for k in model.supports[j]:
+                if k > 0:
+                    support[j, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
+        joints = np.array(ws.joints, dtype=np.int64)
+        static_f, static_i = pack_points(self._limit, self._v_idx, joints[ws.point_body],
+                                         joints, support, ws.local, self._frames[0],
+                                         self._origins[0])
+        self._points_args = (static_f, static_i, self._zero_nv, *(a for a, _ in stacked),
+                             ws.J, ws.U, ws.D, ws.nle)
+        self._m, self._nb = robot.n_points, len(joints)
+        self._W_size = packed_size(self._m, self._nv, self._n_joints)
+        self._out_size = points_out_size(self._m, self._n_joints, self._nb)
+        self._euler_size = 3 * (self._nv + self._m)
+        self._lean = self._step_points
 
     @property
     def dt(self) -> float:
@@ -402,6 +516,112 @@ class Simulator:
             InputError: malformed τ (nothing changes).
             DivergenceError: the new state is NaN/Inf or too fast (not committed).
         """
+        lean = self._lean
+        if lean is not None and not self._external and "contact_state" not in self.__dict__:
+            return lean(tau)
+        return self._step(tau)
+
+    def _torque(self, tau) -> np.ndarray:
+        """τ as a float array of the right length (``contact_state``'s check)."""
+        if type(tau) is not np.ndarray or tau.dtype != np.float64:
+            tau = np.asarray(tau, dtype=float)
+        if tau.shape != (self._n_joints,):
+            raise InputError(f"torque command has shape {tau.shape}; expected "
+                             f"({self._n_joints},) for joints "
+                             + ", ".join(self.robot.actuated_joint_names))
+        return tau
+
+    def _diverged(self, t_new: float, speed: float) -> DivergenceError:
+        what = "state is NaN or Inf" if np.isnan(speed) else \
+            f"|v| = {speed:.3g} exceeds max_speed {self.settings.max_speed:g}"
+        exc = DivergenceError(DIVERGED.format(t=t_new, what=what))
+        exc.t, exc.cause = t_new, what  # for the outcome of a run (runner)
+        return exc
+
+    def _step_geometry(self, tau) -> StepResult:
+        """``_step`` for geometry contacts without free objects, semi-implicit Euler and no
+        external force: the same operations (one compiled call for the detection and the
+        terms, ``contact_geometry.detect_step``; one for the integration, ``euler_into``) with
+        fewer Python ones."""
+        if type(tau) is not np.ndarray or tau.dtype != np.float64 \
+                or tau.shape != self._tau_shape:
+            tau = self._torque(tau)
+        geo = self.geometry
+        if geo.timed:
+            return self._step(tau)
+        q, v, model, data = self.q, self.v, self.model, self.data
+        pin.computeAllTerms(model, data, q, v)
+        pin.cholesky.decompose(model, data)
+        energy = data.kinetic_energy + data.potential_energy
+        n, nf, finite, W, out, ints = detect_step(*self._geo_args, v, tau)
+        if n < 0 or nf:  # the detection needs Python (coal, or longer work arrays)
+            result = self._step(tau)
+            self._geo_args = geo.step_args(self._limit, self._v_idx, self._zero_nv)
+            return result
+        if not finite:
+            raise InputError("torque command contains NaN or Inf")
+        nj, nv, dt = self._n_joints, self._nv, self._dt
+        floats, phi, vc, tau_c = step_out_views(out, n, nj)
+        ids = ints[:, I_ID]
+        contacts = Contacts(floats, ints, self._joint_names)
+        self._contact_set = contacts
+        geo.step_out = src = (out, n, nj, self._nb)
+        res = self.contact.compute(ContactState.from_packed(
+            dt, phi, vc, floats[:, F_PT:F_PT + 2], floats[:, F_MU], ids, (W, n, nv, nj)), True)
+        f = res.f
+        buf = np.empty(3 * (nv + n))
+        speed = euler_into(W, n, nv, nj, f, v, dt, buf)
+        t_new = self.t + dt
+        if not speed <= self._max_speed:
+            raise self._diverged(t_new, speed)
+        v_new = buf[nv:2 * nv]
+        q_new = pin.integrate(model, q, buf[2 * nv:3 * nv])
+        result = StepResult(t_new, q_new, v_new, buf[:nv], tau_c, None, phi, vc, f, None,
+                            res.active, res.stats, buf[3 * nv:].reshape(n, 3), None, ids, None,
+                            None, q, energy, None)
+        result._out, result.contacts = (step_points, step_placements, src), contacts
+        result._frames = result._joint_placements = _LAZY
+        result.q_objects, result.v_objects = self.q_objects, self.v_objects
+        self.q, self.v, self.t = q_new, v_new, t_new
+        return result
+
+    def _step_points(self, tau) -> StepResult:
+        """``_step`` for points contacts, semi-implicit Euler and no external force: the same
+        operations (one compiled call for the terms, ``robot.kernels.points_step``; one for
+        the integration, ``euler_into``) with fewer Python ones."""
+        if type(tau) is not np.ndarray or tau.dtype != np.float64 \
+                or tau.shape != self._tau_shape:
+            tau = self._torque(tau)
+        q, v, model, data = self.q, self.v, self.model, self.data
+        pin.computeAllTerms(model, data, q, v)
+        pin.cholesky.decompose(model, data)
+        energy = data.kinetic_energy + data.potential_energy
+        W = np.empty(self._W_size)
+        out = np.empty(self._out_size)
+        if not points_step(*self._points_args, v, tau, W, out):
+            raise InputError("torque command contains NaN or Inf")
+        m, nj, nv, dt = self._m, self._n_joints, self._nv, self._dt
+        phi, pt, vc, tau_c = points_views(out, m, nj)
+        ids = self._ids
+        res = self.contact.compute(ContactState.from_packed(dt, phi, vc, pt, self._mu, ids,
+                                                            (W, m, nv, nj)), True)
+        f = res.f
+        buf = np.empty(self._euler_size)
+        speed = euler_into(W, m, nv, nj, f, v, dt, buf)
+        t_new = self.t + dt
+        if not speed <= self._max_speed:
+            raise self._diverged(t_new, speed)
+        v_new = buf[nv:2 * nv]
+        q_new = pin.integrate(model, q, buf[2 * nv:3 * nv])
+        result = StepResult(t_new, q_new, v_new, buf[:nv], tau_c, None, phi, vc, f, None,
+                            res.active, res.stats, buf[3 * nv:].reshape(m, 3), None, ids, _LAZY,
+                            self._R_world, q, energy, None)
+        result._out = (points_positions, points_placements, (out, m, nj, self._nb))
+        self.q, self.v, self.t = q_new, v_new, t_new
+        return result
+
+    def _step(self, tau) -> StepResult:
+        """``step`` in general: any integrator, external forces, free objects."""
         settings, q_robot = self.settings, self.q
         q, v = self.full_state()
         dt, model = settings.dt, self.model
@@ -438,11 +658,7 @@ class Simulator:
             f = (res.f + 2 * r2.f + 2 * r3.f + r4.f) / 6.0
         t_new = self.t + dt
         if not speed <= settings.max_speed:
-            what = "state is NaN or Inf" if np.isnan(speed) else \
-                f"|v| = {speed:.3g} exceeds max_speed {settings.max_speed:g}"
-            exc = DivergenceError(DIVERGED.format(t=t_new, what=what))
-            exc.t, exc.cause = t_new, what  # for the outcome of a run (runner)
-            raise exc
+            raise self._diverged(t_new, speed)
         if self._euler:
             q_new = pin.integrate(model, q, dt * v_new)
         else:
