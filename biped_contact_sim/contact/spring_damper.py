@@ -126,22 +126,22 @@ class SpringDamperContact(ContactModel):
 
     def reset(self, n_points: int) -> None:
         self._anchor = np.full((n_points, 2), np.nan)  # NaN: not in contact, no anchor
-        # Anchors by contact id (ContactState.ids): sorted ids and their anchors.
-        self._anchor_ids = np.zeros(0, dtype=np.int64)
-        self._anchors = np.zeros((0, 2))
+        # Anchors by contact id (ContactState.ids): rows (id, a₁, a₂) sorted by id, flat.
+        self._table = np.zeros(0)
 
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
         """Eq. 2 (or Hunt–Crossley) and the stiction spring by the compiled ``spring_step``;
         anchors are kept per contact id, so they follow a point whatever its position in the
         arrays."""
-        if getattr(self, "_anchor_ids", None) is None:
+        if getattr(self, "_table", None) is None:
             self.reset(state.n_points)
-        f, active, ids, anchors, stats = spring_step(
-            state.ids, self._anchor_ids, self._anchors, state.phi, state.vc, state.p_tangent,
-            state.mu, self._params)
+        out, active = spring_step(state.ids, self._table, state.phi, state.vc, state.p_tangent,
+                                  state.mu, self._params)
+        n3 = 3 * len(active)
         if commit:
-            self._anchor_ids, self._anchors = ids, anchors
-        return ContactResult(f, active, Stats(self.stat_names, stats))
+            self._table = out[n3 + 2:]
+        return ContactResult(out[:n3].reshape(-1, 3), active,
+                             Stats(self.stat_names, out[n3:n3 + 2]))
 
     def compute_reference(self, state: ContactState, commit: bool = True) -> ContactResult:
         """The numpy implementation (anchors by position in the arrays): the reference the
@@ -186,22 +186,40 @@ class SpringDamperContact(ContactModel):
 
 
 @njit(cache=True, error_model="numpy")
-def spring_step(ids, known_ids, anchors, phi, vc, pt, mu, params):
-    """``spring_forces`` with the anchors looked up by contact id (``known_ids`` sorted) and
-    returned sorted by id, only for the points that keep one."""
+def spring_step(ids, table, phi, vc, pt, mu, params):
+    """``spring_forces`` with the anchors looked up by contact id in ``table`` (rows (id, a₁,
+    a₂) sorted by id, flat; ids are integers, exact in float64 below 2⁵³).
+
+    Returns:
+        ``out`` = [f (3m) | statistics (2) | the new table: the points that keep an anchor,
+        sorted by id (3k)], and active (m,) (two arrays: each array numba returns costs a
+        boxing).
+    """
     ids = ids.astype(np.int64)
+    k = table.shape[0] // 3
+    known_ids = np.empty(k, dtype=np.int64)
+    anchors = np.empty((k, 2))
+    for j in range(k):
+        known_ids[j] = np.int64(table[3 * j])
+        anchors[j, 0] = table[3 * j + 1]
+        anchors[j, 1] = table[3 * j + 2]
     anchor = lookup_anchors(known_ids, anchors, ids)
-    f, active, out, stats = spring_forces(phi, vc, pt, mu, anchor, params[0], params[1],
+    f, active, new, stats = spring_forces(phi, vc, pt, mu, anchor, params[0], params[1],
                                           params[2] != 0.0, params[3] != 0.0, params[4],
                                           params[5], params[6], params[7])
-    keep = np.flatnonzero(~np.isnan(out[:, 0]))
+    keep = np.flatnonzero(~np.isnan(new[:, 0]))
     order = keep[np.argsort(ids[keep], kind="mergesort")]
-    new_ids = ids[order]
-    new_anchors = np.empty((order.shape[0], 2))
+    m = phi.shape[0]
+    out = np.empty(3 * m + 2 + 3 * order.shape[0])
+    for i in range(m):
+        out[3 * i], out[3 * i + 1], out[3 * i + 2] = f[i, 0], f[i, 1], f[i, 2]
+    out[3 * m], out[3 * m + 1] = stats[0], stats[1]
+    o = 3 * m + 2
     for t in range(order.shape[0]):
-        new_anchors[t, 0] = out[order[t], 0]
-        new_anchors[t, 1] = out[order[t], 1]
-    return f, active, new_ids, new_anchors, stats
+        out[o + 3 * t] = np.float64(ids[order[t]])
+        out[o + 3 * t + 1] = new[order[t], 0]
+        out[o + 3 * t + 2] = new[order[t], 1]
+    return out, active
 
 
 @njit(cache=True, error_model="numpy")
