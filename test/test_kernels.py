@@ -544,6 +544,13 @@ def test_lean_step_equals_the_general_step(scenario, model, contacts):
         lean.step(tau)
     assert np.array_equal(kept.q, q) and np.array_equal(kept.p, p) \
         and np.array_equal(kept.phi, phi)
+    # pickled (runs in worker processes): the lazy views made, the same arrays
+    import pickle
+
+    restored = pickle.loads(pickle.dumps(kept))
+    for name in ("p", "placements", "joint_placements", "frames", "f_world", "q", "phi"):
+        x, y = getattr(kept, name), getattr(restored, name)
+        assert (x is None) == (y is None) and (x is None or np.array_equal(x, y)), name
 
 
 def test_points_step_equals_step_terms():

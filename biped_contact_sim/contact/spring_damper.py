@@ -135,12 +135,17 @@ class SpringDamperContact(ContactModel):
         arrays."""
         if getattr(self, "_table", None) is None:
             self.reset(state.n_points)
-        out, active = spring_step(state.ids, self._table, state.phi, state.vc, state.p_tangent,
-                                  state.mu, self._params)
-        n3 = 3 * len(active)
+        phi = state.phi
+        m = len(phi)
+        # outputs allocated here and filled by the kernel (cheaper than arrays it returns)
+        out = np.empty(6 * m + 2)
+        active = np.empty(m, dtype=bool)
+        k = spring_step(state.ids, self._table, phi, state.vc, state.p_tangent, state.mu,
+                        self._params, out, active)
+        n3 = 3 * m
         if commit:
-            self._table = out[n3 + 2:]
-        return ContactResult(out[:n3].reshape(-1, 3), active,
+            self._table = out[n3 + 2:n3 + 2 + 3 * k]
+        return ContactResult(out[:n3].reshape(m, 3), active,
                              Stats(self.stat_names, out[n3:n3 + 2]))
 
     def compute_reference(self, state: ContactState, commit: bool = True) -> ContactResult:
@@ -186,14 +191,14 @@ class SpringDamperContact(ContactModel):
 
 
 @njit(cache=True, error_model="numpy")
-def spring_step(ids, table, phi, vc, pt, mu, params):
+def spring_step(ids, table, phi, vc, pt, mu, params, out, active_out):
     """``spring_forces`` with the anchors looked up by contact id in ``table`` (rows (id, a₁,
-    a₂) sorted by id, flat; ids are integers, exact in float64 below 2⁵³).
+    a₂) sorted by id, flat; ids are integers, exact in float64 below 2⁵³), into ``out`` (6m +
+    2) = [f (3m) | statistics (2) | the new table: the points that keep an anchor, sorted by
+    id (3k) | unused] and ``active_out`` (m,) (given: each array numba returns costs a boxing).
 
     Returns:
-        ``out`` = [f (3m) | statistics (2) | the new table: the points that keep an anchor,
-        sorted by id (3k)], and active (m,) (two arrays: each array numba returns costs a
-        boxing).
+        k, the rows of the new table.
     """
     ids = ids.astype(np.int64)
     k = table.shape[0] // 3
@@ -210,16 +215,16 @@ def spring_step(ids, table, phi, vc, pt, mu, params):
     keep = np.flatnonzero(~np.isnan(new[:, 0]))
     order = keep[np.argsort(ids[keep], kind="mergesort")]
     m = phi.shape[0]
-    out = np.empty(3 * m + 2 + 3 * order.shape[0])
     for i in range(m):
         out[3 * i], out[3 * i + 1], out[3 * i + 2] = f[i, 0], f[i, 1], f[i, 2]
+        active_out[i] = active[i]
     out[3 * m], out[3 * m + 1] = stats[0], stats[1]
     o = 3 * m + 2
     for t in range(order.shape[0]):
         out[o + 3 * t] = np.float64(ids[order[t]])
         out[o + 3 * t + 1] = new[order[t], 0]
         out[o + 3 * t + 2] = new[order[t], 1]
-    return out, active
+    return order.shape[0]
 
 
 @njit(cache=True, error_model="numpy")

@@ -195,6 +195,13 @@ class StepResult:
     def joint_placements(self, value: np.ndarray | None) -> None:
         self._joint_placements = value
 
+    def __getstate__(self):
+        """The slots with the lazy views made (a pickled result holds plain arrays)."""
+        _ = self.p, self.frames, self.placements, self.joint_placements
+        state = {k: getattr(self, k) for k in self.__slots__ if hasattr(self, k)}
+        state["_out"] = None
+        return None, state
+
     @property
     def f_world(self) -> np.ndarray:
         """(m, 3) contact forces in the world frame (rotated on first use)."""
