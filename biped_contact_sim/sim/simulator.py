@@ -44,6 +44,7 @@ from biped_contact_sim.robot.kernels import (
     step_terms,
 )
 from biped_contact_sim.sim.collision import (
+    F_COLS,
     F_MU,
     F_PT,
     I_ID,
@@ -54,7 +55,6 @@ from biped_contact_sim.sim.collision import (
 from biped_contact_sim.sim.contact_geometry import (
     GeometryContacts,
     detect_step,
-    step_out_views,
     step_placements,
     step_points,
     world_from_terrain,
@@ -568,7 +568,10 @@ class Simulator:
         if not finite:
             raise InputError("torque command contains NaN or Inf")
         nj, nv, dt = self._n_joints, self._nv, self._dt
-        floats, phi, vc, tau_c = step_out_views(out, n, nj)
+        o = n * (F_COLS + 3)  # step_out_views, inlined
+        floats, phi, vc = out[:n * F_COLS].reshape(n, F_COLS), out[o:o + n], \
+            out[o + n:o + 4 * n].reshape(n, 3)
+        tau_c = out[o + 4 * n:o + 4 * n + nj]
         ids = ints[:, I_ID]
         contacts = Contacts(floats, ints, self._joint_names)
         self._contact_set = contacts
@@ -587,8 +590,7 @@ class Simulator:
                             res.active, res.stats, buf[3 * nv:].reshape(n, 3), None, ids, None,
                             None, q, energy, None)
         result._out, result.contacts = (step_points, step_placements, src), contacts
-        result._frames = result._joint_placements = _LAZY
-        result.q_objects, result.v_objects = self.q_objects, self.v_objects
+        result._frames = result._joint_placements = _LAZY  # (no free objects: q_objects empty)
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
 
