@@ -89,6 +89,7 @@ class SpringDamperContact(ContactModel):
         self._params = np.array([s.stiffness, s.damping, float(s.law == "linear"),
                                  float(s.clamp), s.hc_exponent, s.hc_damping,
                                  s.tangential_stiffness, s.tangential_damping])
+        self._table: np.ndarray | None = None  # the anchors by id (``reset``)
 
     def check_inertia(self, dt: float, G: np.ndarray) -> None:
         """Refuse a linear law that semi-implicit Euler cannot integrate stably on this robot.
@@ -133,7 +134,7 @@ class SpringDamperContact(ContactModel):
         """Eq. 2 (or Hunt–Crossley) and the stiction spring by the compiled ``spring_step``;
         anchors are kept per contact id, so they follow a point whatever its position in the
         arrays."""
-        if getattr(self, "_table", None) is None:
+        if self._table is None:
             self.reset(state.n_points)
         phi = state.phi
         m = len(phi)

@@ -216,6 +216,7 @@ class StepResult:
 
 
 _LAZY = object()  # StepResult: made from the step's output buffer when first read
+_F64 = np.dtype(np.float64)  # native float64 (an identity test: cheaper than ==)
 _EMPTY = np.zeros(0)
 
 
@@ -550,8 +551,7 @@ class Simulator:
         external force: the same operations (one compiled call for the detection and the
         terms, ``contact_geometry.detect_step``; one for the integration, ``euler_into``) with
         fewer Python ones."""
-        if type(tau) is not np.ndarray or tau.dtype != np.float64 \
-                or tau.shape != self._tau_shape:
+        if type(tau) is not np.ndarray or tau.dtype is not _F64 or tau.shape != self._tau_shape:
             tau = self._torque(tau)
         geo = self.geometry
         if geo.timed:
@@ -598,8 +598,7 @@ class Simulator:
         """``_step`` for points contacts, semi-implicit Euler and no external force: the same
         operations (one compiled call for the terms, ``robot.kernels.points_step``; one for
         the integration, ``euler_into``) with fewer Python ones."""
-        if type(tau) is not np.ndarray or tau.dtype != np.float64 \
-                or tau.shape != self._tau_shape:
+        if type(tau) is not np.ndarray or tau.dtype is not _F64 or tau.shape != self._tau_shape:
             tau = self._torque(tau)
         q, v, model, data = self.q, self.v, self.model, self.data
         pin.computeAllTerms(model, data, q, v)
