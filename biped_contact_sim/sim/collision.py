@@ -328,19 +328,21 @@ class Detector:
         self.fallback_calls = 0  # coal.distance calls so far (pairs without a closed form)
 
     def _pack_static(self) -> None:
-        """The detection's fixed arrays in five buffers grouped by shape (``static_views``'s
-        layout), the attributes becoming views of them: the compiled step takes five
+        """The detection's fixed arrays in four buffers grouped by shape (``static_views``'s
+        layout), the attributes becoming views of them: the compiled step takes four
         arguments instead of nineteen (numba checks and unboxes each argument at every call),
-        and takes its views by slicing (a numba reshape costs a runtime call)."""
+        and takes its views by slicing (a numba reshape costs a runtime call). The bounding
+        radii and the margin are the first column of rows of the (·, 3) buffer."""
         g = self.geoms
         sizes = np.array([len(g), len(self.plane_n), len(self.box_t), len(self.materials),
                           self._ground], dtype=np.int64)
+        scalars = np.zeros((len(g) + 1, 3))
+        scalars[:len(g), 0], scalars[len(g), 0] = g.radius, self.settings.margin
         self.static = []
         for arrays, dtype, shape in (
                 ([sizes, g.kind, g.joint, g.group, g.material, self.plane_mat, self.box_mat,
                   self._feature_mat], np.int64, (-1,)),
-                ([g.radius, np.array([self.settings.margin])], np.float64, (-1,)),
-                ([g.t, g.half, self.plane_n, self.plane_o, self.box_t, self.box_half],
+                ([g.t, g.half, self.plane_n, self.plane_o, self.box_t, self.box_half, scalars],
                  np.float64, (-1, 3)),
                 ([g.R, self.box_R], np.float64, (-1, 3, 3)),
                 ([self.mu_table, self.e_table], np.float64, (2, *self.mu_table.shape))):
@@ -349,10 +351,9 @@ class Detector:
             if dtype is np.int64:
                 (_, g.kind, g.joint, g.group, g.material, self.plane_mat, self.box_mat,
                  self._feature_mat) = views
-            elif shape == (-1,):
-                g.radius = views[0]
             elif shape == (-1, 3):
-                g.t, g.half, self.plane_n, self.plane_o, self.box_t, self.box_half = views
+                g.t, g.half, self.plane_n, self.plane_o, self.box_t, self.box_half, sc = views
+                g.radius = sc[:len(g), 0]
             elif shape == (-1, 3, 3):
                 g.R, self.box_R = views
             else:
@@ -469,32 +470,31 @@ def _pack(arrays: list[np.ndarray], dtype,
 
 def _alloc(capacity: int) -> list[np.ndarray]:
     """The detection's work arrays B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK for
-    ``capacity`` contacts: rows of four buffers grouped by shape (``work_views``'s layout;
-    ``work_buffers`` gives them back)."""
+    ``capacity`` contacts: views of two buffers (``work_views``'s layout; ``work_buffers``
+    gives them back): ints (7, c) (B1, B2, KEY, G1, OTH, then FALLBACK's two columns as
+    rows) and floats (5, c, 3) (P1, P2, N, ANC, then GAP and MU as columns of the last)."""
     c = capacity
-    ints = np.empty((5, c), np.int64)  # B1, B2, KEY, G1, OTH
-    floats = np.empty((2, c))  # GAP, MU
-    points = np.empty((4, c, 3))  # P1, P2, N, ANC
-    return [ints[0], ints[1], points[0], points[1], points[2], floats[0], ints[2], floats[1],
-            points[3], ints[3], ints[4], np.empty((c, 2), np.int64)]
+    ints = np.empty((7, c), np.int64)
+    floats = np.empty((5, c, 3))
+    return [ints[0], ints[1], floats[0], floats[1], floats[2], floats[4, :, 0], ints[2],
+            floats[4, :, 1], floats[3], ints[3], ints[4], ints[5:7].T]
 
 
-def work_buffers(out: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                 np.ndarray]:
-    """The four buffers under ``_alloc``'s views."""
-    return out[0].base, out[5].base, out[2].base, out[11]
+def work_buffers(out: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The two buffers under ``_alloc``'s views."""
+    return out[0].base, out[2].base
 
 
 @njit(cache=True, error_model="numpy")
-def work_views(ints, floats, points, fallback):
+def work_views(ints, floats):
     """``_alloc``'s views, in the kernels: B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH,
     FALLBACK."""
-    return (ints[0], ints[1], points[0], points[1], points[2], floats[0], ints[2], floats[1],
-            points[3], ints[3], ints[4], fallback)
+    return (ints[0], ints[1], floats[0], floats[1], floats[2], floats[4, :, 0], ints[2],
+            floats[4, :, 1], floats[3], ints[3], ints[4], ints[5:7].T)
 
 
 @njit(cache=True, error_model="numpy")
-def static_views(static_i, static_1, static_3, static_33, tables):
+def static_views(static_i, static_3, static_33, tables):
     """The fixed arrays of ``Detector._pack_static``: kind, joint, R, t, half, radius, group,
     material of the geometries, plane_n, plane_o, plane_mat, box_R, box_t, box_half, box_mat,
     mu_table, margin (``detect_kernel``'s order), then e_table, feature_mat, ground."""
@@ -515,9 +515,10 @@ def static_views(static_i, static_1, static_3, static_33, tables):
     o = 2 * G + 2 * P
     box_t = static_3[o:o + S]
     box_half = static_3[o + S:o + 2 * S]
-    return (kind, joint, static_33[:G], gt, half, static_1[:G], group, gmat, plane_n, plane_o,
-            plane_mat, static_33[G:G + S], box_t, box_half, box_mat, tables[0], static_1[G],
-            tables[1], feature_mat, ground)
+    o += 2 * S
+    return (kind, joint, static_33[:G], gt, half, static_3[o:o + G, 0], group, gmat, plane_n,
+            plane_o, plane_mat, static_33[G:G + S], box_t, box_half, box_mat, tables[0],
+            static_3[o + G, 0], tables[1], feature_mat, ground)
 
 
 def stacked_views(views: list[np.ndarray]) -> tuple[np.ndarray, bool]:
@@ -978,14 +979,14 @@ def finish_into(floats, ints, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rot
 
 
 @njit(cache=True, error_model="numpy")
-def detect_finish_kernel(static_i, static_1, static_3, static_33, tables, work_i, work_1,
-                         work_3, fallback, rotations, translations):
+def detect_finish_kernel(static_i, static_3, static_33, tables, work_i, work_f, rotations,
+                         translations):
     """``detect_kernel`` then ``finish_kernel`` in one call (the step's path), on the detector's
     static and work buffers (``static_views``, ``work_views``): the count, the number of pairs
     left for coal, and ``(floats, ints)`` (empty when the count is −1 or pairs are left for
     coal: the caller finishes after ``Detector._fallback``)."""
-    static = static_views(static_i, static_1, static_3, static_33, tables)
-    work = work_views(work_i, work_1, work_3, fallback)
+    static = static_views(static_i, static_3, static_33, tables)
+    work = work_views(work_i, work_f)
     n, nf = detect_only(static, work, rotations, translations)
     B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, _ = work
     gmat, e_table, feature_mat, ground = static[7], static[17], static[18], static[19]

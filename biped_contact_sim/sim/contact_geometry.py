@@ -170,9 +170,9 @@ def step_placements(out: np.ndarray, m: int, nj: int, nb: int) -> np.ndarray:
 
 
 @njit(cache=True, error_model="numpy")
-def detect_step(static_i, static_1, static_3, static_33, tables, work_i, work_1, work_3,
-                fallback, rotations, translations, velocities, accelerations, J, U, D, nle,
-                limit, v_idx, extra, support, v, tau):
+def detect_step(static_i, static_3, static_33, tables, work_i, work_f, rotations,
+                translations, velocities, accelerations, J, U, D, nle, limit, v_idx, extra,
+                support, v, tau):
     """The step's detection and its terms in one call: ``collision.detect_only`` on the
     detector's buffers (``Detector.kernel_args``), ``collision.finish_into`` and
     ``geometry_terms_into`` on the set it found. When the detection needs Python (n < 0: work
@@ -188,8 +188,8 @@ def detect_step(static_i, static_1, static_3, static_33, tables, work_i, work_1,
     Returns:
         n, nf, finite, W, the output buffer, ints.
     """
-    static = static_views(static_i, static_1, static_3, static_33, tables)
-    work = work_views(work_i, work_1, work_3, fallback)
+    static = static_views(static_i, static_3, static_33, tables)
+    work = work_views(work_i, work_f)
     n, nf = detect_only(static, work, rotations, translations)
     if n < 0 or nf > 0:
         return n, nf, True, np.empty(0), np.empty(0), np.empty((0, I_COLS), dtype=np.int64)
