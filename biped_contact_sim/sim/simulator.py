@@ -32,7 +32,6 @@ from biped_contact_sim.errors import DIVERGED, ConfigError, DivergenceError, Inp
 from biped_contact_sim.robot import RobotModel, TermsWorkspace
 from biped_contact_sim.robot.kernels import (
     euler_into,
-    euler_step,
     euler_velocity,
     pack_points,
     packed_size,
@@ -642,10 +641,15 @@ class Simulator:
         if self._euler:
             packed = state.packed
             if packed is not None:
-                a, v_new, vc_next, speed = euler_step(*packed, res.f.reshape(-1), v, dt)
+                nv_all, m = len(v), packed[1]
+                buf = np.empty(3 * (nv_all + m))
+                speed = euler_into(*packed, res.f, v, dt, buf)
+                a, v_new, dq = buf[:nv_all], buf[nv_all:2 * nv_all], buf[2 * nv_all:3 * nv_all]
+                vc_next = buf[3 * nv_all:].reshape(m, 3)
             else:  # a state built from a dense M⁻¹ (a replaced contact_state)
                 a = state.contact_acceleration(res.f)
                 v_new, vc_next, speed = euler_velocity(v, a, dt, state.Jc)
+                dq = dt * v_new
             f = res.f
         else:  # rk4 on the Lie group (Runge–Kutta–Munthe-Kaas, module docstring)
             a1 = state.contact_acceleration(res.f)
@@ -668,7 +672,7 @@ class Simulator:
         if not speed <= settings.max_speed:
             raise self._diverged(t_new, speed)
         if self._euler:
-            q_new = pin.integrate(model, q, dt * v_new)
+            q_new = pin.integrate(model, q, dq)
         else:
             q_new = pin.integrate(model, q, dt / 6.0 * (v + 2 * k2 + 2 * k3 + k4))
         # q stays finite: v⁺ is finite and bounded, q was finite (checked by reset).
