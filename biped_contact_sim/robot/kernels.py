@@ -60,7 +60,8 @@ def point_terms(J, v, rotations, translations, velocities, accelerations, suppor
     placements = np.empty((support.shape[0], 3, 4))
     placements_into(rotations, translations, placements)
     point_terms_into(J, v, rotations, translations, velocities, accelerations, support,
-                     point_body, local, frames, origins, Jc, gc, p, phi, pt, vc)
+                     point_body, local, frames.reshape((frames.shape[0], 9)), origins, Jc, gc,
+                     p, phi, pt, vc)
     return p, phi, pt, vc, placements
 
 
@@ -81,7 +82,9 @@ def placements_into(rotations, translations, placements):
 def point_terms_into(J, v, rotations, translations, velocities, accelerations, support,
                      point_body, local, frames, origins, Jc, gc, p, phi, pt, vc):
     """``point_terms`` into given outputs p (m, 3), phi (m,), p_tangent (m, 2), vc (m, 3)
-    (without the placements; the 3-vectors of the loop are scalars: no temporaries)."""
+    (without the placements; the 3-vectors of the loop are scalars: no temporaries), the
+    frames given row-major as (k, 9) (``C[r, c] = frames[f, 3 r + c]``: the contact set's
+    columns are read in place)."""
     m = point_body.shape[0]
     nv = v.shape[0]
     Jw = np.empty((3, nv))
@@ -121,7 +124,7 @@ def point_terms_into(J, v, rotations, translations, velocities, accelerations, s
         o = origins[f]
         d0, d1, d2 = pw0 - o[0], pw1 - o[1], pw2 - o[2]
         for c in range(3):  # contact-frame component c = column c of C
-            c0, c1, c2 = C[0, c], C[1, c], C[2, c]
+            c0, c1, c2 = C[c], C[3 + c], C[6 + c]
             coord = c0 * d0 + c1 * d1 + c2 * d2
             if c == 2:
                 phi[i] = coord
@@ -154,7 +157,7 @@ def free_motion(U, D, nle, tau, v_idx, extra, Jc, tf, a, X, Uc, Dc):
             Uc[k, c] = U[k, c]
     for j in range(v_idx.shape[0]):
         tf[v_idx[j]] += tau[j]
-    a[:] = solve_udut(Uc, Dc, tf)
+    solve_udut_into(Uc, Dc, tf, a)
     n3 = Jc.shape[0]
     # U X' = J_cᵀ by back substitution, one row of X' at a time (the inner loop runs over the
     # 3m independent columns, so it vectorises), then X = D^{-1/2} X'.
@@ -192,6 +195,24 @@ def solve_udut(U, D, y):
             s -= U[k, r] * x[k]
         x[r] = s
     return x
+
+
+@njit(cache=True, error_model="numpy")
+def solve_udut_into(U, D, y, x):
+    """``solve_udut`` into x (not y): the same operations, without temporaries."""
+    nv = y.shape[0]
+    for r in range(nv - 1, -1, -1):  # U z = y, z in x
+        s = y[r]
+        for k in range(r + 1, nv):
+            s -= U[r, k] * x[k]
+        x[r] = s
+    for r in range(nv):
+        x[r] /= D[r]
+    for r in range(nv):  # Uᵀ x = z, in place: x[r] is read before it is written
+        s = x[r]
+        for k in range(r):
+            s -= U[k, r] * x[k]
+        x[r] = s
 
 
 @njit(cache=True, error_model="numpy")
@@ -355,14 +376,23 @@ def euler_into(W, m, nv, nj, f, v, dt, out):
     (m, 3) (any memory layout); returns ``max |v⁺|`` (NaN if v⁺ is not finite). The same
     operations as ``euler_step`` and ``dt * v⁺`` in numpy."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
-    fl = np.empty(3 * m)
-    for i in range(m):
-        for c in range(3):
-            fl[3 * i + c] = f[i, c]
-    a = contact_acceleration(U, D, X, af, fl)
+    # contact_acceleration's operations, v̇ built in out[:nv]
+    a = out[:nv]
+    for r in range(nv):
+        s = 0.0
+        for i in range(m):
+            for c in range(3):
+                s += X[r, 3 * i + c] * f[i, c]
+        a[r] = s / np.sqrt(D[r])
+    for r in range(nv):  # Uᵀ x = y, in place
+        s = a[r]
+        for k in range(r):
+            s -= U[k, r] * a[k]
+        a[r] = s
+    for r in range(nv):
+        a[r] += af[r]
     vmax = 0.0
     for k in range(nv):
-        out[k] = a[k]
         vn = v[k] + dt * a[k]
         out[nv + k] = vn
         out[2 * nv + k] = dt * vn
@@ -407,7 +437,7 @@ def points_step(static_f, static_i, extra, rotations, translations, velocities, 
     support = static_i[o:o + njoints * nv].reshape((njoints, nv))
     limit = static_f[:nj]
     local = static_f[nj:nj + 3 * m].reshape((m, 3))
-    frames = static_f[nj + 3 * m:nj + 3 * m + 9].reshape((1, 3, 3))
+    frames = static_f[nj + 3 * m:nj + 3 * m + 9].reshape((1, 9))
     origins = static_f[nj + 3 * m + 9:nj + 3 * m + 12].reshape((1, 3))
     Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
     finite = clamp_torques(tau, limit, tc_o)

@@ -31,7 +31,6 @@ from biped_contact_sim.robot.kernels import (
     free_motion,
     packed_size,
     placements_into,
-    point_terms,
     point_terms_into,
     unpack,
 )
@@ -99,11 +98,7 @@ def geometry_terms_into(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
     body2 = ints[:, I_BODY2]
     local1 = floats[:, F_LOCAL1:F_LOCAL1 + 3]
     local2 = floats[:, F_LOCAL2:F_LOCAL2 + 3]
-    frames = np.empty((m, 3, 3))
-    for i in range(m):
-        for r in range(3):
-            for c in range(3):
-                frames[i, r, c] = floats[i, F_FRAME + 3 * r + c]
+    frames = floats[:, F_FRAME:F_FRAME + 9]  # row-major C_i (point_terms_into reads it so)
     Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
     finite = clamp_torques(tau, limit, tc_o)
     origin = np.zeros((m, 3))  # point_terms reads origins[i] (its phi is not used)
@@ -117,9 +112,10 @@ def geometry_terms_into(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
     if moving2:  # some body 2 moves: its point terms come off body 1's
         Jc2 = np.empty((3 * m, nv))
         gc2 = np.empty(3 * m)
-        p2, _, _, vc2, _ = point_terms(J, v, rotations, translations, velocities,
-                                       accelerations, support, body2, local2, frames, origin,
-                                       Jc2, gc2)
+        p2 = np.empty((m, 3))
+        vc2 = np.empty((m, 3))
+        point_terms_into(J, v, rotations, translations, velocities, accelerations, support,
+                         body2, local2, frames, origin, Jc2, gc2, p2, np.empty(m), pt, vc2)
         for r in range(3 * m):
             gc_o[r] -= gc2[r]
             for k in range(nv):
@@ -129,13 +125,13 @@ def geometry_terms_into(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
                 vc[i, c] -= vc2[i, c]
         for i in range(m):
             C = frames[i]
-            phi[i] = C[0, 2] * (p[i, 0] - p2[i, 0]) + C[1, 2] * (p[i, 1] - p2[i, 1]) \
-                + C[2, 2] * (p[i, 2] - p2[i, 2])
+            phi[i] = C[2] * (p[i, 0] - p2[i, 0]) + C[5] * (p[i, 1] - p2[i, 1]) \
+                + C[8] * (p[i, 2] - p2[i, 2])
     else:  # every body 2 is the static world: p₂ = local2, no motion (the same numbers)
         for i in range(m):
             C = frames[i]
-            phi[i] = C[0, 2] * (p[i, 0] - local2[i, 0]) + C[1, 2] * (p[i, 1] - local2[i, 1]) \
-                + C[2, 2] * (p[i, 2] - local2[i, 2])
+            phi[i] = C[2] * (p[i, 0] - local2[i, 0]) + C[5] * (p[i, 1] - local2[i, 1]) \
+                + C[8] * (p[i, 2] - local2[i, 2])
     free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
     return finite
 
