@@ -111,6 +111,8 @@ from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.solvers.lemke import RESIDUAL_TOL
 from biped_contact_sim.solvers.warm_start import KeyedRows
 
+_INT64 = np.dtype(np.int64)
+
 
 def normal_target(phi: np.ndarray, vn: np.ndarray, dt: float, beta: float) -> np.ndarray:
     """Lower bound ``a_n`` of the normal acceleration, ``p̈_n ≥ a_n`` (module docstring, step 3).
@@ -216,6 +218,13 @@ class AccelerationLCPContact(ContactModel):
         self._D = np.ascontiguousarray(friction_directions(s.directions))
         # Warm start per contact id: (f_n, β, λ), their basis flags, sticking.
         self._warm = KeyedRows(2 * (2 + s.directions) + 1)
+        # The kernel writes the next rows and their keys into the buffer pair not stored (the
+        # stored pair is read in the same call); a commit stores it without a copy.
+        self._buffers = [(np.empty(n_points, dtype=np.int64),
+                          np.empty((n_points, self._warm.width))) for _ in range(2)]
+        self._next = 0
+        self._e = np.full(n_points, s.restitution)  # restitution per point, read only
+        self._hit = np.empty(n_points, dtype=bool)
         # Times of each contact's last impacts (ring buffer, −inf when none), per contact id.
         self._impacts = KeyedRows(s.zeno_max_impacts)
         self._params = np.array([s.margin, s.impact_velocity_threshold, s.slip_velocity,
@@ -288,9 +297,12 @@ class AccelerationLCPContact(ContactModel):
         m_all, dt = phi.shape[0], state.dt
         if getattr(self, "_warm", None) is None or len(self._all) != m_all:
             self.reset(m_all)
-        keys = contact_keys(state, self._all)
+        ids = state.ids
+        # (the ids themselves when they are the keys already: the kernel copies them)
+        keys = ids if type(ids) is np.ndarray and ids.dtype == _INT64 \
+            else contact_keys(state, self._all)
         vc = np.ascontiguousarray(state.vc)
-        e = np.full(m_all, s.restitution)
+        e = self._e
         zeno = 0
         if s.restitution > 0.0:  # Zeno (step 1): plastic impacts for slow or repeated ones
             history = np.full((m_all, s.zeno_max_impacts), -np.inf)
@@ -301,29 +313,32 @@ class AccelerationLCPContact(ContactModel):
             if impacting.any():
                 plastic = impacting & ((s.restitution * -vc[:, 2] < s.zeno_velocity)
                                        | (recent >= s.zeno_max_impacts))
+                e = e.copy()
                 e[plastic] = 0.0
                 zeno = int(plastic.sum())
-        f = np.zeros((m_all, 3))
-        hit = np.empty(m_all, dtype=bool)
+        f = np.empty((m_all, 3))
+        hit = self._hit
         stats = np.empty(len(ACC_STATS))
-        rows = np.empty((m_all, self._warm.width))
+        warm = self._warm
+        keys_out, rows = self._buffers[self._next]
         packed = state.packed
         if packed is not None:  # G and b (module docstring, step 3) in the same call
-            acceleration_lcp_from_packed(*packed, self._all, s.drift_term, vc, phi, state.mu, e,
-                                         dt, self._D, self._params, self._warm.keys,
-                                         self._warm.rows, keys, f, hit, rows, stats)
+            acceleration_lcp_from_packed(*packed, s.drift_term, vc, phi, state.mu, e, dt,
+                                         self._D, self._params, warm.keys, warm.rows, keys, f,
+                                         hit, rows, keys_out, stats)
         else:
             G, b = state.delassus(self._all, s.drift_term)  # module docstring, step 3
             acceleration_lcp_kernel(G, b, vc, phi, state.mu, e, dt, self._D, self._params,
-                                    self._warm.keys, self._warm.rows, keys, f, hit, rows,
-                                    stats)
+                                    warm.keys, warm.rows, keys, f, hit, rows, stats)
+            keys_out[:] = keys
         stats[5] = zeno
         if commit:
-            self._warm.store(keys, rows)
+            warm.keys, warm.rows = keys_out, rows  # KeyedRows.store without its checks
+            self._next ^= 1
             if s.restitution > 0.0:
                 if hit.any():
                     history[hit] = np.roll(history[hit], 1, axis=1)
                     history[hit, 0] = self._t
-                self._impacts.store(keys, history)
+                self._impacts.store(keys_out, history)
             self._t += dt
         return ContactResult(f, f[:, 2] > 0.0, Stats(self.stat_names, stats))
