@@ -75,8 +75,13 @@ One step at (q, v), in contact frames ``[t₁, t₂, n]``, over the candidates `
    previous step (stored per contact id, used when the stick/slide flags are unchanged) is
    re-solved on the new data; it is taken if it meets Fischer–Burmeister's own convergence
    test ``‖Φ‖∞ ≤ tol`` (it is then the point a Newton step from the previous solution
-   reaches: ``warm_starts``). Otherwise Fischer–Burmeister, warm started from the previous
-   solution, then Lemke as above.
+   reaches: ``warm_starts``). If it misses, the unknown that violates its sign most changes
+   side and the basis is solved again, up to 4 times (single principal pivots,
+   ``solvers.lemke_kernel.pivoting_basis_solve``; at rest the stored basis often misses only
+   by an unused friction facet whose force was ~tol). Otherwise Fischer–Burmeister, warm
+   started from the previous solution, then Lemke as above. On a step without impacts the
+   basis is solved on the factor without forming G or the LCP matrix
+   (``acceleration_lcp_warm``).
 4. Painlevé (no solution of the acceleration LCP with sliding friction): when Fischer–Burmeister
    and Lemke both fail, the step is counted in ``painleve_events`` and resolved impulsively
    (the "tangential impact" fallback): the exact velocity-level Coulomb law of §2.3 step 3

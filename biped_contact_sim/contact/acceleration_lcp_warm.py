@@ -15,7 +15,7 @@ The re-solve is repaired by single principal pivots (``solvers.lemke_kernel.
 pivoting_basis_solve``, the same rule on the dense A) and taken only when it meets
 Fischer–Burmeister's convergence test ``‖Φ‖∞ ≤ tol``; otherwise the dense path runs
 Fischer–Burmeister from the previous solution (and Lemke), as before.
-``test_constraint_models`` checks this path against the dense one on captured steps.
+``test_acceleration_lcp_warm`` checks this path against the dense one and the numpy LCP.
 """
 
 from __future__ import annotations
