@@ -109,19 +109,41 @@ ACC_STATS = ("candidates", "active", "sliding", "system_size", "impacts", "zeno_
               "lemke_fallbacks", "painleve_events", "residual")
 
 
-# Block principal pivots tried on a warm basis that misses the test (pivoting_basis_solve).
+# Principal pivots tried on a warm basis that misses the test (pivoting_basis_solve).
 MAX_FLIPS = 4
+# Length of the params array (acceleration_lcp_kernel).
+N_PARAMS = 11
 
 
 @njit(cache=True)
-def acceleration_lcp_from_packed(W, m, nv, nj, drift, vc_all, phi_all, mu_all, e_all, dt, D,
-                                 params, warm_keys, warm_rows, keys_all, f_all, impacting_all,
-                                 rows_out, keys_out, stats):
+def acceleration_lcp_step(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, keys_all, f_all,
+                          stats, work, impacting_all, keys_buf, stored):
     """The step on the simulator's buffer in one call: the warm basis on the factor
     (``acceleration_lcp_warm.warm_basis_step``), else ``acceleration_lcp_kernel`` on
-    ``packed_delassus(W, m, nv, nj, all points, drift)``. ``keys_out`` ← ``keys_all`` (the keys
-    of ``rows_out``)."""
+    ``packed_delassus(W, m, nv, nj, all points, drift)``.
+
+    ``work`` = [params (N_PARAMS) | D (2, d) | e (m) | rows (2, m, width)] and ``keys_buf``
+    (2, m): the pair ``stored`` (0 or 1; −1: none) holds the previous step's rows and keys,
+    the other pair receives this step's (``rows_out`` and ``keys_all``).
+    """
+    # len(work) = N_PARAMS + 2d + m (1 + 2 width) with width = 2d + 5
+    d = (work.shape[0] - N_PARAMS - 11 * m) // (2 * (2 * m + 1))
+    width = 2 * d + 5
+    params = work[:N_PARAMS]
+    D = work[N_PARAMS:N_PARAMS + 2 * d].reshape((2, d))
+    o = N_PARAMS + 2 * d
+    e_all = work[o:o + m]
+    rows = work[o + m:o + m + 2 * m * width].reshape((2, m, width))
+    nxt = 1 if stored == 0 else 0
+    keys_out = keys_buf[nxt]
     keys_out[:] = keys_all
+    rows_out = rows[nxt]
+    if stored < 0:
+        warm_keys = keys_buf[0, :0]
+        warm_rows = rows[0, :0]
+    else:
+        warm_keys = keys_buf[stored]
+        warm_rows = rows[stored]
     Jc, gc, X, _, _, _, af, _ = unpack(W, m, nv, nj)
     code = warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params,
                            warm_keys, warm_rows, keys_all, f_all, rows_out, stats, MAX_FLIPS)
