@@ -332,12 +332,13 @@ class AccelerationLCPContact(ContactModel):
                 zeno = int(plastic.sum())
         f = np.empty((m_all, 3))
         stats = np.empty(N_STATS)
+        active = np.empty(m_all, dtype=bool)
         stored = self._stored
         nxt = 1 if stored == 0 else 0
         packed = state.packed
         if packed is not None:  # G and b (module docstring, step 3) in the same call
             acceleration_lcp_step(*packed, s.drift_term, vc, phi, state.mu, dt, keys, f, stats,
-                                  self._work, self._hit, self._keys, stored)
+                                  self._work, self._hit, self._keys, stored, active)
         else:
             G, b = state.delassus(self._all, s.drift_term)  # module docstring, step 3
             warm = self._warm
@@ -345,6 +346,7 @@ class AccelerationLCPContact(ContactModel):
             acceleration_lcp_kernel(G, b, vc, phi, state.mu, self._e, dt, self._D, self._params,
                                     warm.keys, warm.rows, keys, f, self._hit, rows, stats)
             keys_out[:] = keys
+            np.greater(f[:, 2], 0.0, out=active)
         if zeno:
             stats[5] = zeno
         if commit:
@@ -357,4 +359,4 @@ class AccelerationLCPContact(ContactModel):
                     history[hit, 0] = self._t
                 self._impacts.store(self._buffers[nxt][0], history)
             self._t += dt
-        return ContactResult(f, f[:, 2] > 0.0, Stats(self.stat_names, stats))
+        return ContactResult(f, active, Stats(self.stat_names, stats))

@@ -117,14 +117,14 @@ N_PARAMS = 11
 
 @njit(cache=True)
 def acceleration_lcp_step(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, keys_all, f_all,
-                          stats, work, impacting_all, keys_buf, stored):
+                          stats, work, impacting_all, keys_buf, stored, active):
     """The step on the simulator's buffer in one call: the warm basis on the factor
     (``acceleration_lcp_warm.warm_basis_step``), else ``acceleration_lcp_kernel`` on
     ``packed_delassus(W, m, nv, nj, all points, drift)``.
 
     ``work`` = [params (N_PARAMS) | D (2, d) | e (m) | rows (2, m, width)] and ``keys_buf``
     (2, m): the pair ``stored`` (0 or 1; −1: none) holds the previous step's rows and keys,
-    the other pair receives this step's (``rows_out`` and ``keys_all``).
+    the other pair receives this step's (``rows_out`` and ``keys_all``). ``active`` ← f_n > 0.
     """
     # len(work) = N_PARAMS + 2d + m (1 + 2 width) with width = 2d + 5
     d = (work.shape[0] - N_PARAMS - 11 * m) // (2 * (2 * m + 1))
@@ -149,11 +149,13 @@ def acceleration_lcp_step(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, keys
                            warm_keys, warm_rows, keys_all, f_all, rows_out, stats, MAX_FLIPS)
     if code == SOLVED:
         impacting_all[:] = False
-        return
-    G, b = packed_delassus(W, m, nv, nj, np.arange(m), drift)
-    acceleration_lcp_kernel(G, b, vc_all, phi_all, mu_all, e_all, dt, D, params, warm_keys,
-                            warm_rows, keys_all, f_all, impacting_all, rows_out, stats,
-                            code != FAILED)
+    else:
+        G, b = packed_delassus(W, m, nv, nj, np.arange(m), drift)
+        acceleration_lcp_kernel(G, b, vc_all, phi_all, mu_all, e_all, dt, D, params, warm_keys,
+                                warm_rows, keys_all, f_all, impacting_all, rows_out, stats,
+                                code != FAILED)
+    for i in range(m):
+        active[i] = f_all[i, 2] > 0.0
 
 
 @njit(cache=True)

@@ -63,36 +63,6 @@ def _lu_solve_inplace(M, y, k):
     return True
 
 
-@njit(cache=True, inline="always")  # a call per column costs its 9 arrays' refcounts
-def _columns(X, idx, sp, slip_u, mu, sticking, na, d, D, v, a, YbT, YcT):
-    """Column a of ``YbT`` ← ``X B_v`` and of ``YcT`` ← ``X C_v`` for the force unknown v
-    (module docstring): the normal ``f_n`` of point x (its column folds ``−μ u`` in for a
-    sliding point) or the facet β_kj of the k-th sticking point."""
-    nv = X.shape[0]
-    if v < na:
-        c = 3 * idx[v]
-        for j in range(nv):
-            YcT[j, a] = X[j, c + 2]
-        if sticking[v]:
-            for j in range(nv):
-                YbT[j, a] = X[j, c + 2]
-        else:
-            a0 = -mu[v] * slip_u[v, 0]
-            a1 = -mu[v] * slip_u[v, 1]
-            for j in range(nv):
-                YbT[j, a] = X[j, c + 2] + a0 * X[j, c] + a1 * X[j, c + 1]
-    else:
-        k = (v - na) // d
-        f = (v - na) - d * k
-        c = 3 * idx[sp[k]]
-        d0 = D[0, f]
-        d1 = D[1, f]
-        for j in range(nv):
-            y = d0 * X[j, c] + d1 * X[j, c + 1]
-            YbT[j, a] = y
-            YcT[j, a] = y
-
-
 @njit(cache=True)
 def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params, warm_keys,
                     warm_rows, keys_all, f_all, rows_out, stats, max_flips):
@@ -114,7 +84,7 @@ def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params
     if warm_keys.shape[0] == 0:
         return NOT_TRIED
     n_max = m_all * (d + 2)
-    iw = np.empty(3 * m_all + 2 * n_max, dtype=np.int64)
+    iw = np.empty(4 * m_all + 2 * n_max, dtype=np.int64)  # (one allocation, views of it)
     idx = iw[:m_all]
     na = 0
     for i in range(m_all):
@@ -128,7 +98,7 @@ def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params
         return NOT_TRIED
     pos = iw[m_all:2 * m_all]
     sp = iw[2 * m_all:3 * m_all]  # the point of the k-th sticking unknowns
-    sticking = np.empty(na, dtype=np.bool_)
+    sticking = iw[3 * m_all:4 * m_all]  # 0/1
     ns = 0
     for x in range(na):
         i = idx[x]
@@ -144,15 +114,15 @@ def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params
         st = math.hypot(vc_all[i, 0], vc_all[i, 1]) < slip_v
         if (warm_rows[p, 2 * width] != 0.0) != st:
             return NOT_TRIED
-        sticking[x] = st
+        sticking[x] = 1 if st else 0
         if st:
             sp[ns] = x
             ns += 1
     n = na + (d + 1) * ns
     nf = na + d * ns
-    mask = iw[3 * m_all:3 * m_all + n]
-    basic = iw[3 * m_all + n:3 * m_all + 2 * n]
-    fw = np.empty(8 * na + 4 * n + nv + 2 * n * nv + n * n + n)
+    mask = iw[4 * m_all:4 * m_all + n]
+    basic = iw[4 * m_all + n:4 * m_all + 2 * n]
+    fw = np.empty(9 * na + 4 * n + nv + 2 * n * nv + n * n + n)
     b = fw[:3 * na]
     acc = fw[3 * na:6 * na]
     slip_u = fw[6 * na:8 * na].reshape((na, 2))
@@ -171,7 +141,7 @@ def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params
     M = fw[o:o + n * n].reshape((n, n))
     o += n * n
     sol = fw[o:o + n]
-    mu = np.empty(na)
+    mu = fw[o + n:o + n + na]
     # b = J_c a_free (+ γ_c) and tr G over the active points (delassus_from_factor's sums,
     # each in the same order; the loops run over j outermost so that the entries accumulate
     # side by side instead of one long chain of dependent additions).
@@ -210,13 +180,13 @@ def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params
     for k in range(ns):
         x = sp[k]
         i = idx[x]
-        row = warm_rows[pos[x]]
+        p = pos[x]
         for j in range(d):
             q[na + d * k + j] = D[0, j] * (b[3 * x] + vc_all[i, 0] / dt) \
                 + D[1, j] * (b[3 * x + 1] + vc_all[i, 1] / dt)
-            mask[na + d * k + j] = 1 if row[width + 1 + j] != 0.0 else 0
+            mask[na + d * k + j] = 1 if warm_rows[p, width + 1 + j] != 0.0 else 0
         q[nf + k] = 0.0
-        mask[nf + k] = 1 if row[width + 1 + d] != 0.0 else 0
+        mask[nf + k] = 1 if warm_rows[p, width + 1 + d] != 0.0 else 0
     for v in range(n):
         qmax = max(qmax, abs(q[v]))
     tol = tol_rel * max(1.0, qmax)
@@ -230,8 +200,34 @@ def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params
                 basic[kb] = v
                 kb += 1
         kf = 0  # the force unknowns come first (λ are the last unknowns)
+        # Y_c = X B_c and Y_r = X C_r of the basic force unknowns (module docstring): the
+        # normal f_n of point x (its column folds −μ u in for a sliding point), or the facet
+        # β_kj of the k-th sticking point. (Written out here: a helper taking the arrays costs
+        # their reference counts at every call, more than the arithmetic.)
         while kf < kb and basic[kf] < nf:
-            _columns(X, idx, sp, slip_u, mu, sticking, na, d, D, basic[kf], kf, YbT, YcT)
+            v = basic[kf]
+            if v < na:
+                c = 3 * idx[v]
+                if sticking[v]:
+                    for j in range(nv):
+                        YcT[j, kf] = X[j, c + 2]
+                        YbT[j, kf] = X[j, c + 2]
+                else:
+                    a0 = -mu[v] * slip_u[v, 0]
+                    a1 = -mu[v] * slip_u[v, 1]
+                    for j in range(nv):
+                        YcT[j, kf] = X[j, c + 2]
+                        YbT[j, kf] = X[j, c + 2] + a0 * X[j, c] + a1 * X[j, c + 1]
+            else:
+                k = (v - na) // d
+                fct = (v - na) - d * k
+                c = 3 * idx[sp[k]]
+                d0 = D[0, fct]
+                d1 = D[1, fct]
+                for j in range(nv):
+                    y = d0 * X[j, c] + d1 * X[j, c + 1]
+                    YbT[j, kf] = y
+                    YcT[j, kf] = y
             kf += 1
         # A_BB: force rows/columns Y_rᵀY_c + ε (accumulated over j outermost, see above);
         # the λ couplings of build_lcp_kernel.
@@ -336,29 +332,27 @@ def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params
         i = idx[x]
         fn = z[x]
         f_all[i, 2] = fn
-        row = rows_out[i]
-        row[0] = fn
-        row[width] = 1.0 if mask[x] else 0.0
+        rows_out[i, 0] = fn
+        rows_out[i, width] = 1.0 if mask[x] else 0.0
         if not sticking[x]:
             f_all[i, 0] = -mu[x] * fn * slip_u[x, 0]
             f_all[i, 1] = -mu[x] * fn * slip_u[x, 1]
     for k in range(ns):
         x = sp[k]
         i = idx[x]
-        row = rows_out[i]
-        row[2 * width] = 1.0
+        rows_out[i, 2 * width] = 1.0
         f0 = 0.0
         f1 = 0.0
         for j in range(d):
             v = na + d * k + j
             f0 += D[0, j] * z[v]
             f1 += D[1, j] * z[v]
-            row[1 + j] = z[v]
-            row[width + 1 + j] = 1.0 if mask[v] else 0.0
+            rows_out[i, 1 + j] = z[v]
+            rows_out[i, width + 1 + j] = 1.0 if mask[v] else 0.0
         f_all[i, 0] = f0
         f_all[i, 1] = f1
-        row[1 + d] = z[nf + k]
-        row[width + 1 + d] = 1.0 if mask[nf + k] else 0.0
+        rows_out[i, 1 + d] = z[nf + k]
+        rows_out[i, width + 1 + d] = 1.0 if mask[nf + k] else 0.0
     stats[:] = 0.0
     stats[0] = na
     stats[1] = na
