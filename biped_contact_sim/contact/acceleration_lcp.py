@@ -205,10 +205,10 @@ class AccelerationLCPContact(ContactModel):
     Statistics per step: ``candidates``, ``active``, ``sliding``, ``system_size`` (size of the
     acceleration LCP, a + (d + 1)·sticking), ``impacts``, ``zeno_events``,
     ``impact_failures``, ``solver_iterations`` (Fischer–Burmeister), ``warm_starts`` (0/1: the
-    previous basis solved it), ``solver_failures`` (0/1: Fischer–Burmeister failed),
-    ``lemke_fallbacks`` (0/1: Lemke solved it instead), ``painleve_events`` (0/1: no solution,
-    impulsive fallback), ``residual`` (``‖Φ‖∞`` or ``max |min(z, w)|`` of the LCP, or the
-    Coulomb residual of the fallback).
+    previous basis solved it, after at most 4 principal pivots), ``solver_failures`` (0/1:
+    Fischer–Burmeister failed), ``lemke_fallbacks`` (0/1: Lemke solved it instead),
+    ``painleve_events`` (0/1: no solution, impulsive fallback), ``residual`` (``‖Φ‖∞`` or
+    ``max |min(z, w)|`` of the LCP, or the Coulomb residual of the fallback).
     """
 
     name = "acceleration_lcp"
