@@ -159,11 +159,12 @@ def test_warm_basis_with_sliding_points_equals_the_dense_kernel(slope, omega):
     sim = box_on_plane("acceleration_lcp", mu=0.3, slope_deg=slope, omega=(0.0, 0.0, omega))
     sim.reset(sim.q, np.array([0.3, 0.0, 0.0, 0.0, 0.0, omega]))
     model = sim.contact
-    sliding = same = 0
+    solved = sliding = same = 0
     for _ in range(200):
         _, state = sim.contact_state(sim.q, sim.v, np.zeros(0))
         code, (f, rows, stats), (f2, rows2, stats2) = warm_and_dense(model, state)
         if code == SOLVED:
+            solved += 1
             sliding += stats[2] > 0
             scale = np.abs(f2).max()
             if np.array_equal(rows[:, 6:], rows2[:, 6:]):  # the stand test's tolerances
@@ -174,4 +175,4 @@ def test_warm_basis_with_sliding_points_equals_the_dense_kernel(slope, omega):
                 assert np.allclose(f, f2, rtol=0, atol=1e-6 * scale)
             assert_meets_fb_test(model, state, rows)
         sim.step(np.zeros(0))
-    assert sliding >= 100 and same >= 180
+    assert solved >= 190 and sliding >= 100 and same >= 0.85 * solved
