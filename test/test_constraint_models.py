@@ -471,3 +471,41 @@ def test_time_stepping_fallback_keeps_friction():
     friction = np.hypot(f[:, 0], f[:, 1])
     assert np.all(friction <= inscribed * (1 + 1e-9) + 1e-12)
     assert friction.sum() == pytest.approx(inscribed.sum(), rel=1e-6)  # the box slides
+
+
+def test_warm_basis_solve_equals_the_lemke_kernel_basis_solve():
+    """``time_stepping.warm_basis_solve`` (residual from the basic columns only) gives
+    ``lemke_kernel.basis_solve``'s z, w and residual, on the standing biped's LCPs with the
+    bases Lemke ends on and on random problems with random bases (singular ones included)."""
+    from biped_contact_sim.solvers.lemke import lemke
+    from biped_contact_sim.solvers.lemke_kernel import basis_solve
+
+    def same(A, q, mask):
+        n = len(q)
+        z0, w0, z1, w1 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        ok0, res0 = basis_solve(A, q, mask, z0, w0)
+        ok1, res1 = ts.warm_basis_solve(A, q, mask, z1, w1)
+        assert ok0 == ok1 and res0 == res1
+        assert np.array_equal(z0, z1)
+        assert np.allclose(w0, w1, rtol=0, atol=1e-12 * max(1.0, np.abs(w0).max()))
+        return res0
+
+    rng = np.random.default_rng(8)
+    for contacts in ("geometry", "points"):
+        _, _, robot, sim, *_ = build("stand", "time_stepping", sets={"contacts": contacts})
+        tau = np.zeros(robot.n_joints)
+        for _ in range(3):
+            _, state = sim.contact_state(sim.q, sim.v, tau)
+            A, q = sim.contact.lcp(state)
+            res = lemke(A, q)
+            assert res.converged
+            mask = res.x > 0.0
+            assert same(A, q, mask) <= 1e-9 * np.abs(q).max()
+            same(A, q, mask ^ (rng.random(len(q)) < 0.1))  # a wrong guess: rejected alike
+            sim.step(tau)
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        B = rng.standard_normal((n, n))
+        A = B @ B.T if rng.random() < 0.5 else B
+        A[:, rng.random(n) < 0.1] = 0.0  # zero columns: singular A_BB
+        same(np.ascontiguousarray(A), rng.standard_normal(n), rng.random(n) < 0.5)

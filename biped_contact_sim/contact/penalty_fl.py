@@ -259,42 +259,52 @@ class PenaltyFLContact(ContactModel):
 def pivoted_cholesky(G, tol):
     """Upper pivoted Cholesky ``G[π][:, π] = Uᵀ U`` (LAPACK ``dpstrf``'s decomposition): at each
     step the largest diagonal of the remaining Schur complement is the pivot (first one on
-    ties); it stops when that pivot is ≤ tol. Right-looking on the upper triangle (the trailing
-    update runs over contiguous rows): the same factor as dpstrf up to round-off.
+    ties); it stops when that pivot is ≤ tol.
+
+    Left-looking (as LAPACK's blocked dpstrf): row j of U is formed when it is needed,
+    ``U[j, c] = (G[π_j, π_c] − Σ_{k<j} U[k, j] U[k, c]) / U[j, j]``, and only the diagonal of the
+    Schur complement is kept up to date for the pivot choice. On a rank-k G this touches k rows
+    instead of updating the whole trailing matrix k times (the biped's 24×24 G has rank 12),
+    and each sum runs over k in the same order as the right-looking update, so the factor is
+    the same to the last bit.
 
     Returns:
         U (n, n) (rows ≥ rank are zero), π (n,), rank.
     """
     n = G.shape[0]
-    S = G.copy()  # trailing Schur complement, upper triangle of S[j:, j:]
     U = np.zeros((n, n))
     perm = np.arange(n)
+    diag = np.empty(n)  # diagonal of the Schur complement, in pivoted order
+    for i in range(n):
+        diag[i] = G[i, i]
     rank = n
     for j in range(n):
         best, p = -np.inf, j
         for i in range(j, n):
-            if S[i, i] > best:
-                best, p = S[i, i], i
+            if diag[i] > best:
+                best, p = diag[i], i
         if not best > tol:  # also NaN
             rank = j
             break
-        if p != j:  # symmetric swap of j and p in upper storage (as dpstf2)
-            S[p, p] = S[j, j]
-            for k in range(j + 1, p):
-                S[j, k], S[k, p] = S[k, p], S[j, k]
-            for k in range(p + 1, n):
-                S[j, k], S[p, k] = S[p, k], S[j, k]
+        if p != j:  # the symmetric swap of j and p: only U's finished rows hold them
+            diag[j], diag[p] = diag[p], diag[j]
+            perm[j], perm[p] = perm[p], perm[j]
             for k in range(j):
                 U[k, j], U[k, p] = U[k, p], U[k, j]
-            perm[j], perm[p] = perm[p], perm[j]
         ujj = np.sqrt(best)
         U[j, j] = ujj
+        pj = perm[j]
         for c in range(j + 1, n):
-            U[j, c] = S[j, c] / ujj
-        for r in range(j + 1, n):
-            u = U[j, r]
-            for c in range(r, n):
-                S[r, c] -= u * U[j, c]
+            U[j, c] = G[pj, perm[c]]
+        for k in range(j):
+            ukj = U[k, j]
+            if ukj != 0.0:  # subtracting 0·x changes nothing: skipping it is exact
+                for c in range(j + 1, n):
+                    U[j, c] -= ukj * U[k, c]
+        for c in range(j + 1, n):
+            u = U[j, c] / ujj
+            U[j, c] = u
+            diag[c] -= u * u
     return U, perm, rank
 
 
@@ -353,39 +363,21 @@ def min_norm_kernel(G, r, rtol):
     if n == 0 or not scale > 0.0:
         return x, 0, np.sqrt(np.sum(r * r))
     U, perm, k = pivoted_cholesky(G, rtol * scale)
-    # B = U_kᵀ (n × k): x_π = B (BᵀB)⁻¹ (BᵀB)⁻¹ Bᵀ r_π (U_k is upper trapezoidal: U[a, j] = 0
-    # for j < a); with k = n this is U⁻¹ U⁻ᵀ r_π.
-    C = np.empty((k, k))
-    for a in range(k):
-        for c in range(a, k):
-            s = 0.0
-            for j in range(c, n):
-                s += U[a, j] * U[c, j]
-            C[a, c] = s
-            C[c, a] = s
-    y = np.empty(k)
-    for a in range(k):
-        s = 0.0
-        for j in range(a, n):
-            s += U[a, j] * r[perm[j]]
-        y[a] = s
-    L, ok = _cholesky(C)
+    # B = U_kᵀ (n × k): x_π = B (BᵀB)⁻¹ (BᵀB)⁻¹ Bᵀ r_π; with k = n this is U⁻¹ U⁻ᵀ r_π. The
+    # products go to BLAS (loops this short cost more in loop overhead than in arithmetic).
+    Uk = U[:k]
+    rp = np.empty(n)
+    for j in range(n):
+        rp[j] = r[perm[j]]
+    L, ok = _cholesky(Uk @ Uk.T)
     if not ok:  # the rank decision was too optimistic: the SVD route
         x = np.linalg.pinv(G, rcond=rtol) @ r
     else:
-        w = _cholesky_solve(L, _cholesky_solve(L, y))
+        xp = Uk.T @ _cholesky_solve(L, _cholesky_solve(L, Uk @ rp))
         for j in range(n):
-            s = 0.0
-            for a in range(min(k, j + 1)):
-                s += U[a, j] * w[a]
-            x[perm[j]] = s
-    res = 0.0
-    for i in range(n):
-        d = -r[i]
-        for j in range(n):
-            d += G[i, j] * x[j]
-        res += d * d
-    return x, k, np.sqrt(res)
+            x[perm[j]] = xp[j]
+    e = G @ x - r
+    return x, k, np.sqrt(np.sum(e * e))
 
 
 @njit(cache=True, error_model="numpy")
@@ -449,6 +441,9 @@ def _reduced_solve(G, rhs, keep, sliding, d, mu, rtol):
             any_sliding = True
         else:
             n += 3
+    if k == a and not any_sliding:  # the first solve: M = G and r = rhs, no copy needed
+        x, rank, residual = min_norm_kernel(G, rhs, rtol)
+        return x.reshape((a, 3)), rank, residual
     M = np.empty((n, n))
     r = np.empty(n)
     for t in range(k):

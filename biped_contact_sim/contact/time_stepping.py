@@ -93,7 +93,6 @@ from biped_contact_sim.contact.base import (
 )
 from biped_contact_sim.contact.gauss_seidel import (
     candidates,
-    contact_keys,
     gather_contacts,
     normal_bias,
     positive_count,
@@ -103,7 +102,7 @@ from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
 from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
 from biped_contact_sim.solvers.lemke import RESIDUAL_TOL
-from biped_contact_sim.solvers.lemke_kernel import basis_solve, lcp_residual, lemke_kernel
+from biped_contact_sim.solvers.lemke_kernel import lcp_residual, lemke_kernel, lu_solve
 from biped_contact_sim.solvers.warm_start import KeyedRows, basic_flags, match_keys
 
 DIRECTIONS = (4, 8)
@@ -173,6 +172,55 @@ def build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q):
         q[nb + i] = 0.0
 
 
+@njit(cache=True)
+def warm_basis_solve(A, q, zmask, z, w):
+    """``solvers.lemke_kernel.basis_solve`` for a basis guess: ``A_BB z_B = −q_B``, ``z_N = 0``
+    (the same ``lu_solve``, so the same z to the last bit), then ``w = A z + q`` and
+    ``residual = maxᵢ |min(zᵢ, wᵢ)|`` from the columns of the nonzero ``z_B`` only (a basis
+    holds ~15 of the standing biped's 48 unknowns; the skipped terms are exact zeros).
+
+    Returns:
+        ``(ok, residual)``, ok False when ``A_BB`` is singular (z = 0 then).
+    """
+    n = q.shape[0]
+    k = 0
+    for i in range(n):
+        if zmask[i]:
+            k += 1
+    idx = np.empty(k, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if zmask[i]:
+            idx[k] = i
+            k += 1
+    M = np.empty((k, k))
+    rhs = np.empty(k)
+    for a in range(k):
+        rhs[a] = -q[idx[a]]
+        for c in range(k):
+            M[a, c] = A[idx[a], idx[c]]
+    zb = np.empty(k)
+    z[:] = 0.0
+    ok = lu_solve(M, rhs, zb)
+    nz = 0
+    if ok:
+        for a in range(k):
+            z[idx[a]] = max(zb[a], 0.0)
+            if z[idx[a]] != 0.0:
+                idx[nz] = idx[a]
+                nz += 1
+    res = 0.0
+    for i in range(n):
+        s = q[i]
+        for t in range(nz):
+            s += A[i, idx[t]] * z[idx[t]]
+        w[i] = s
+        r = abs(min(z[i], s))
+        if r > res:
+            res = r
+    return ok, res
+
+
 # Statistics of one time_stepping step, in the order of the kernel's stats array.
 _TS_STATS = ("candidates", "system_size", "solver_iterations", "warm_starts",
              "ray_terminations", "pivot_caps", "inaccurate", "fb_solves", "fallbacks",
@@ -182,18 +230,18 @@ _WARM, _LEMKE, _FB, _FALLBACK = 0, 1, 2, 3
 
 
 @njit(cache=True)
-def time_stepping_from_packed(W, m, nv, nj, idx, vc_all, phi_all, mu_all, dt, D, params,
-                              warm_keys, warm_rows, keys, f, rows, stats):
-    """``time_stepping_kernel`` on ``packed_delassus(W, m, nv, nj, idx, False)`` (b_v: the
-    drift is not part of J_c v⁺) in one call."""
-    G, b = packed_delassus(W, m, nv, nj, idx, False)
+def time_stepping_from_packed(W, m, nv, nj, vc_all, phi_all, mu_all, dt, D, params, warm_keys,
+                              warm_rows, ids, f, active, keys, rows, stats):
+    """``time_stepping_kernel`` on ``packed_delassus(W, m, nv, nj, all points, False)`` (b_v:
+    the drift is not part of J_c v⁺) in one call."""
+    G, b = packed_delassus(W, m, nv, nj, np.arange(m), False)
     time_stepping_kernel(G, b, vc_all, phi_all, mu_all, dt, D, params, warm_keys, warm_rows,
-                         keys, f, rows, stats)
+                         ids, f, active, keys, rows, stats)
 
 
 @njit(cache=True)
 def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, warm_keys,
-                         warm_rows, keys_all, f_all, rows_out, stats):
+                         warm_rows, keys_all, f_all, active_all, keys_out, rows_out, stats):
     """The solve of the module docstring (steps 1–4), compiled, over all m_all points.
 
     ``params`` = (margin, β_s, ε_r, pivot_tol, max_pivots (0: 10·n²), residual_tol,
@@ -209,6 +257,8 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     width = 2 + d
     stats[:] = 0.0
     rows_out[:, :] = 0.0
+    active_all[:] = False
+    keys_out[:] = keys_all
     idx = candidates(phi_all, vc_all, dt, margin)
     m = idx.shape[0]
     if m == 0:
@@ -250,7 +300,7 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     res = 0.0
     solved = False
     if found == m:  # 1. the previous basis
-        ok, res = basis_solve(A, q, mask_warm, z, w)
+        ok, res = warm_basis_solve(A, q, mask_warm, z, w)
         if ok and res <= tol:
             solved = True
             how = _WARM
@@ -298,6 +348,7 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
             row[width + 1 + d] = 1.0 if zmask[m + m * d + a] else 0.0
             f_all[i, 0] = ft0 / dt
             f_all[i, 1] = ft1 / dt
+            active_all[i] = f_all[i, 2] > 0.0
         return how
     # 4. Friction kept: exact-cone Gauss–Seidel with the circle inscribed in the pyramid.
     stats[8] = 1.0
@@ -318,6 +369,7 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     for a in range(m):
         for r in range(3):
             f_all[idx[a], r] = P[3 * a + r] / dt
+        active_all[idx[a]] = f_all[idx[a], 2] > 0.0
     return _FALLBACK
 
 
@@ -444,19 +496,25 @@ class TimeSteppingContact(ContactModel):
         m_all = phi.shape[0]
         if getattr(self, "_warm", None) is None or len(self._all) != m_all:
             self.reset(m_all)
+        # The outputs, new every step (the caller keeps the forces; the warm start keeps keys
+        # and rows). The kernel copies the contact ids into ``keys`` (``contact_keys`` of all
+        # points) and computes the active set, cheaper there than by numpy calls here.
         f = np.zeros((m_all, 3))
+        active = np.empty(m_all, dtype=np.bool_)
         stats = np.empty(len(_TS_STATS))
-        keys = contact_keys(state, self._all)
+        keys = np.empty(m_all, dtype=np.int64)
         rows = np.empty((m_all, self._warm.width))
-        vc, packed = np.ascontiguousarray(state.vc), state.packed
+        ids = getattr(state, "ids", None)
+        ids = self._all if ids is None else ids
+        vc, packed, warm = np.ascontiguousarray(state.vc), state.packed, self._warm
         if packed is not None:  # G and b in the same compiled call
-            time_stepping_from_packed(*packed, self._all, vc, phi, state.mu, state.dt, self._D,
-                                      self._params, self._warm.keys, self._warm.rows, keys, f,
+            time_stepping_from_packed(*packed, vc, phi, state.mu, state.dt, self._D,
+                                      self._params, warm.keys, warm.rows, ids, f, active, keys,
                                       rows, stats)
         else:
             G, b = state.delassus(self._all, False)  # b_v: the drift is not part of J_c v⁺
             time_stepping_kernel(G, b, vc, phi, state.mu, state.dt, self._D, self._params,
-                                 self._warm.keys, self._warm.rows, keys, f, rows, stats)
+                                 warm.keys, warm.rows, ids, f, active, keys, rows, stats)
         if commit:
-            self._warm.store(keys, rows)
-        return ContactResult(f, f[:, 2] > 0.0, Stats(self.stat_names, stats))
+            warm.keys, warm.rows = keys, rows  # KeyedRows.store without its conversions
+        return ContactResult(f, active, Stats(self.stat_names, stats))
