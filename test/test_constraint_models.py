@@ -474,38 +474,46 @@ def test_time_stepping_fallback_keeps_friction():
 
 
 def test_warm_basis_solve_equals_the_lemke_kernel_basis_solve():
-    """``time_stepping.warm_basis_solve`` (residual from the basic columns only) gives
-    ``lemke_kernel.basis_solve``'s z, w and residual, on the standing biped's LCPs with the
-    bases Lemke ends on and on random problems with random bases (singular ones included)."""
+    """``time_stepping.warm_basis_solve`` (the basis's block of A only, w in the contact space)
+    gives ``lemke_kernel.basis_solve``'s z on ``build_lcp_kernel``'s A to the last bit and its w
+    and residual to rounding,
+    on the LCPs of a standing biped and of a box sliding on four corners, with the bases Lemke
+    ends on and with wrong guesses (random flips, singular blocks included)."""
     from biped_contact_sim.solvers.lemke import lemke
     from biped_contact_sim.solvers.lemke_kernel import basis_solve
 
-    def same(A, q, mask):
-        n = len(q)
-        z0, w0, z1, w1 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        ok0, res0 = basis_solve(A, q, mask, z0, w0)
-        ok1, res1 = ts.warm_basis_solve(A, q, mask, z1, w1)
-        assert ok0 == ok1 and res0 == res1
-        assert np.array_equal(z0, z1)
-        assert np.allclose(w0, w1, rtol=0, atol=1e-12 * max(1.0, np.abs(w0).max()))
-        return res0
-
     rng = np.random.default_rng(8)
-    for contacts in ("geometry", "points"):
-        _, _, robot, sim, *_ = build("stand", "time_stepping", sets={"contacts": contacts})
-        tau = np.zeros(robot.n_joints)
-        for _ in range(3):
-            _, state = sim.contact_state(sim.q, sim.v, tau)
-            A, q = sim.contact.lcp(state)
-            res = lemke(A, q)
-            assert res.converged
-            mask = res.x > 0.0
-            assert same(A, q, mask) <= 1e-9 * np.abs(q).max()
-            same(A, q, mask ^ (rng.random(len(q)) < 0.1))  # a wrong guess: rejected alike
-            sim.step(tau)
-    for _ in range(200):
-        n = int(rng.integers(1, 30))
-        B = rng.standard_normal((n, n))
-        A = B @ B.T if rng.random() < 0.5 else B
-        A[:, rng.random(n) < 0.1] = 0.0  # zero columns: singular A_BB
-        same(np.ascontiguousarray(A), rng.standard_normal(n), rng.random(n) < 0.5)
+    sims = [build("stand", "time_stepping", sets={"contacts": c})[3]
+            for c in ("geometry", "points")]
+    sims += [box_on_plane("time_stepping", 0.3, SLOPE), box_on_plane("time_stepping", 0.6, SLOPE)]
+    solved = 0
+    for sim in sims:
+        for d in (4, 8):
+            model = ts.TimeSteppingContact(directions=d)
+            tau = np.zeros(sim.robot.n_joints) if sim.robot.n_joints else np.zeros(0)
+            for _ in range(3):
+                _, state = sim.contact_state(sim.q, sim.v, tau)
+                idx = np.flatnonzero(state.phi <= model.settings.margin)
+                G, b = state.delassus(idx, False)
+                eps = model.settings.regularization * max(float(np.mean(np.diag(G))), 0.0)
+                n = len(idx) * (2 + d)
+                A, q = np.empty((n, n)), np.empty(n)  # the step's A (the same entries)
+                ts.build_lcp_kernel(G, b, state.vc[idx], state.phi[idx], state.mu[idx],
+                                    state.dt, ts.friction_directions(d),
+                                    model.settings.stabilization, eps, A, q)
+                res = lemke(A, q)
+                for mask in (res.x > 0.0, (res.x > 0.0) ^ (rng.random(n) < 0.1),
+                             rng.random(n) < 0.5):
+                    z0, w0, z1, w1 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+                    ok0, res0 = basis_solve(A, q, mask, z0, w0)
+                    ok1, res1 = ts.warm_basis_solve(G, ts.friction_directions(d),
+                                                    state.mu[idx], eps, q, np.flatnonzero(mask),
+                                                    z1, w1)
+                    scale = 1e-12 * max(1.0, np.abs(w0).max())
+                    assert ok0 == ok1
+                    assert np.array_equal(z0, z1)
+                    assert np.allclose(w0, w1, rtol=0, atol=scale)
+                    assert res1 == pytest.approx(res0, rel=0, abs=scale)
+                    solved += ok0 and res0 <= 1e-9 * np.abs(q).max()
+                sim.step(tau)
+    assert solved >= 24  # Lemke's bases are taken

@@ -161,6 +161,15 @@ def build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q):
         A[nb + i, i] = mu[i]
     for r in range(nb):
         A[r, r] += eps
+    lcp_rhs(b, vc, phi, dt, D, beta, q)
+
+
+@njit(cache=True)
+def lcp_rhs(b, vc, phi, dt, D, beta, q):
+    """The vector q of the LCP of the module docstring (``build_lcp_kernel``'s q)."""
+    m = phi.shape[0]
+    d = D.shape[1]
+    nb = m + m * d
     for i in range(m):
         vf0 = vc[i, 0] + dt * b[3 * i]
         vf1 = vc[i, 1] + dt * b[3 * i + 1]
@@ -173,49 +182,95 @@ def build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q):
 
 
 @njit(cache=True)
-def warm_basis_solve(A, q, zmask, z, w):
-    """``solvers.lemke_kernel.basis_solve`` for a basis guess: ``A_BB z_B = −q_B``, ``z_N = 0``
-    (the same ``lu_solve``, so the same z to the last bit), then ``w = A z + q`` and
-    ``residual = maxᵢ |min(zᵢ, wᵢ)|`` from the columns of the nonzero ``z_B`` only (a basis
-    holds ~15 of the standing biped's 48 unknowns; the skipped terms are exact zeros).
+def lcp_unknowns(m, d, cols, kind, point, direction):
+    """Kind (0: p_n, 1: β, 2: λ), point and direction of the LCP unknowns ``cols`` (the
+    ordering ``z = [p_n; β; λ]`` of the module docstring, β point-major)."""
+    nb = m + m * d
+    for t in range(cols.shape[0]):
+        c = cols[t]
+        if c < m:
+            kind[t], point[t], direction[t] = 0, c, 0
+        elif c < nb:
+            kind[t], point[t], direction[t] = 1, (c - m) // d, (c - m) % d
+        else:
+            kind[t], point[t], direction[t] = 2, c - nb, 0
+
+
+@njit(cache=True)
+def warm_basis_solve(G, D, mu, eps, q, cols, z, w):
+    """The complementary basis ``cols`` of the LCP of the module docstring: ``A_BB z_B = −q_B``
+    (``build_lcp_kernel``'s block and ``lemke_kernel.lu_solve``: the z of ``basis_solve`` on
+    the whole A to the last bit), ``z_N = 0``; then ``w = A z + q`` in the contact space, without A:
+    the impulse ``P = N p_n + T β``, ``v = G P`` and ``w = [Nᵀv + ε p_n; Tᵀv + ε β + E λ;
+    μ p_n − Eᵀβ] + q`` (the same numbers as ``A z + q`` up to rounding).
 
     Returns:
-        ``(ok, residual)``, ok False when ``A_BB`` is singular (z = 0 then).
+        ``(ok, residual)`` with ``residual = maxᵢ |min(zᵢ, wᵢ)|``; ok False when ``A_BB`` is
+        singular (z = 0 then).
     """
+    m = mu.shape[0]
+    d = D.shape[1]
+    nb = m + m * d
     n = q.shape[0]
-    k = 0
-    for i in range(n):
-        if zmask[i]:
-            k += 1
-    idx = np.empty(k, dtype=np.int64)
-    k = 0
-    for i in range(n):
-        if zmask[i]:
-            idx[k] = i
-            k += 1
+    k = cols.shape[0]
+    kind = np.empty(k, dtype=np.int64)
+    point = np.empty(k, dtype=np.int64)
+    direction = np.empty(k, dtype=np.int64)
+    lcp_unknowns(m, d, cols, kind, point, direction)  # the integer divisions, once
+    # A_BB: build_lcp_kernel's entries by the same operations (so the same to the last bit),
+    # written out here (a function call per entry, passing G, costs ~20× the entry).
     M = np.empty((k, k))
     rhs = np.empty(k)
     for a in range(k):
-        rhs[a] = -q[idx[a]]
+        rhs[a] = -q[cols[a]]
+        kr, i, j = kind[a], point[a], direction[a]
         for c in range(k):
-            M[a, c] = A[idx[a], idx[c]]
+            kc, p, jj = kind[c], point[c], direction[c]
+            if kr == 2:  # λ row of point i: [diag μ, −Eᵀ, 0]
+                if kc == 0:
+                    v = mu[i] if p == i else 0.0
+                else:
+                    v = -1.0 if kc == 1 and p == i else 0.0
+            elif kc == 2:  # λ column: E
+                v = 1.0 if kr == 1 and p == i else 0.0
+            elif kr == 0:
+                if kc == 0:
+                    v = G[3 * i + 2, 3 * p + 2]
+                else:
+                    v = G[3 * i + 2, 3 * p] * D[0, jj] + G[3 * i + 2, 3 * p + 1] * D[1, jj]
+            elif kc == 0:
+                v = D[0, j] * G[3 * i, 3 * p + 2] + D[1, j] * G[3 * i + 1, 3 * p + 2]
+            else:
+                gd0 = G[3 * i, 3 * p] * D[0, jj] + G[3 * i, 3 * p + 1] * D[1, jj]
+                gd1 = G[3 * i + 1, 3 * p] * D[0, jj] + G[3 * i + 1, 3 * p + 1] * D[1, jj]
+                v = D[0, j] * gd0 + D[1, j] * gd1
+            M[a, c] = v + eps if a == c and kr != 2 else v
     zb = np.empty(k)
     z[:] = 0.0
     ok = lu_solve(M, rhs, zb)
-    nz = 0
     if ok:
-        for a in range(k):
-            z[idx[a]] = max(zb[a], 0.0)
-            if z[idx[a]] != 0.0:
-                idx[nz] = idx[a]
-                nz += 1
+        for t in range(k):
+            z[cols[t]] = max(zb[t], 0.0)
+    P = np.zeros(3 * m)
+    for i in range(m):
+        P[3 * i + 2] = z[i]
+        for j in range(d):
+            bj = z[m + i * d + j]
+            P[3 * i] += D[0, j] * bj
+            P[3 * i + 1] += D[1, j] * bj
+    v = G @ P
+    for i in range(m):
+        w[i] = v[3 * i + 2] + eps * z[i] + q[i]
+        lam = z[nb + i]
+        bsum = 0.0
+        for j in range(d):
+            r = m + i * d + j
+            w[r] = D[0, j] * v[3 * i] + D[1, j] * v[3 * i + 1] + eps * z[r] + lam + q[r]
+            bsum += z[r]
+        w[nb + i] = mu[i] * z[i] - bsum + q[nb + i]
     res = 0.0
     for i in range(n):
-        s = q[i]
-        for t in range(nz):
-            s += A[i, idx[t]] * z[idx[t]]
-        w[i] = s
-        r = abs(min(z[i], s))
+        r = abs(min(z[i], w[i]))
         if r > res:
             res = r
     return ok, res
@@ -268,9 +323,8 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
         max_pivots = max(10, 10 * n * n)  # solvers.lemke.default_max_pivots
     G, b, vc, phi, mu, diag = gather_contacts(idx, G_all, b_all, vc_all, phi_all, mu_all)
     eps = eps_r * max(diag / (3 * m), 0.0)
-    A = np.empty((n, n))
     q = np.empty(n)
-    build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q)
+    lcp_rhs(b, vc, phi, dt, D, beta, q)
     stats[0] = m
     stats[1] = n
     # Warm start (per contact id): the previous z and basis, if every candidate has one.
@@ -299,13 +353,26 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     how = _LEMKE
     res = 0.0
     solved = False
-    if found == m:  # 1. the previous basis
-        ok, res = warm_basis_solve(A, q, mask_warm, z, w)
+    if found == m:  # 1. the previous basis, from its block of A only
+        k = 0
+        for i in range(n):
+            if mask_warm[i]:
+                k += 1
+        cols = np.empty(k, dtype=np.int64)
+        k = 0
+        for i in range(n):
+            if mask_warm[i]:
+                cols[k] = i
+                k += 1
+        ok, res = warm_basis_solve(G, D, mu, eps, q, cols, z, w)
         if ok and res <= tol:
             solved = True
             how = _WARM
             zmask[:] = mask_warm
             stats[3] = 1.0
+    if not solved:  # the whole LCP matrix, for the pivoting and the second method
+        A = np.empty((n, n))
+        build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q)
     if not solved:  # 2. Lemke
         status, pivots, res = lemke_kernel(A, q, np.ones(n), pivot_tol, max_pivots,
                                            residual_tol, z, w, zmask)
