@@ -290,16 +290,20 @@ def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, param
     if m == 0:
         return
     max_pivots = max(10, 10 * m * m)  # solvers.lemke.default_max_pivots
-    G = np.empty((3 * m, 3 * m))
-    b = np.empty(3 * m)
     keys = np.empty(m, dtype=np.int64)
     for a in range(m):
         keys[a] = keys_all[idx[a]]
-        for r in range(3):
-            b[3 * a + r] = b_all[3 * idx[a] + r]
-            for c in range(m):
-                for s in range(3):
-                    G[3 * a + r, 3 * c + s] = G_all[3 * idx[a] + r, 3 * idx[c] + s]
+    if m == phi_all.shape[0]:  # every point a candidate (a standing robot): no copies
+        G, b = G_all, b_all
+    else:
+        G = np.empty((3 * m, 3 * m))
+        b = np.empty(3 * m)
+        for a in range(m):
+            for r in range(3):
+                b[3 * a + r] = b_all[3 * idx[a] + r]
+                for c in range(m):
+                    for s in range(3):
+                        G[3 * a + r, 3 * c + s] = G_all[3 * idx[a] + r, 3 * idx[c] + s]
     vc = np.empty((m, 3))
     phi = np.empty(m)
     for a in range(m):
@@ -329,7 +333,15 @@ def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, param
     stats[3] = 1.0 if code > 0 else 0.0
     pos = np.empty(m, dtype=np.int64)
     match_keys(warm_keys, keys, pos)
-    Gs = np.empty((3 * k, 3 * k))
+    if k == m:  # every candidate kept (no rebound): G itself
+        Gs = G
+    else:
+        Gs = np.empty((3 * k, 3 * k))
+        for a in range(k):
+            for r in range(3):
+                for bb in range(k):
+                    for s in range(3):
+                        Gs[3 * a + r, 3 * bb + s] = G[3 * keep[a] + r, 3 * keep[bb] + s]
     c = np.empty(3 * k)
     f = np.zeros(3 * k)
     mus = np.empty(k)
@@ -338,10 +350,6 @@ def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, param
         mus[a] = mu_all[idx[i]]
         for r in range(3):
             ra = 3 * a + r
-            for bb in range(k):
-                j = keep[bb]
-                for s in range(3):
-                    Gs[ra, 3 * bb + s] = G[3 * i + r, 3 * j + s]
             c[ra] = dt * b[3 * i + r] + vc1[i, r]
             if warm and pos[i] >= 0:
                 f[ra] = dt * warm_rows[pos[i], r]  # impulse of the stored force

@@ -161,14 +161,20 @@ class PenaltyFLContact(ContactModel):
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
         """Eqs. 17–20 (with the active set) by the compiled kernels ``penalty_from_packed`` /
         ``penalty_from_delassus``."""
+        m = len(state.phi)
+        # The outputs are made here: an array returned from a compiled function costs more
+        # to box than one allocated by numpy.
+        f = np.zeros((m, 3))
+        active = np.empty(m, dtype=np.bool_)
+        stats = np.empty(len(self.stat_names))
         packed = state.packed
         if packed is not None:
-            f, active, stats = penalty_from_packed(*packed, state.phi, state.vc, state.mu,
-                                                   self._params)
+            penalty_from_packed(*packed, state.phi, state.vc, state.mu, self._params, f, active,
+                                stats)
         else:
-            G, b = state.delassus(np.arange(state.n_points))
-            f, active, stats = penalty_from_delassus(G, b, state.phi, state.vc, state.mu,
-                                                     self._params)
+            G, b = state.delassus(np.arange(m))
+            penalty_from_delassus(G, b, state.phi, state.vc, state.mu, self._params, f, active,
+                                  stats)
         return ContactResult(f, active, Stats(self.stat_names, stats))
 
     def compute_reference(self, state: ContactState, commit: bool = True) -> ContactResult:
@@ -381,21 +387,25 @@ def min_norm_kernel(G, r, rtol):
 
 
 @njit(cache=True, error_model="numpy")
-def penalty_from_packed(W, m, nv, nj, phi, vc, mu, params):
+def penalty_from_packed(W, m, nv, nj, phi, vc, mu, params, f, active, stats):
     """``penalty_forces`` with ``G = X_Aᵀ X_A`` and ``b = J_c,A a_free + γ_c,A`` formed for the
-    active set A only, from the simulator's buffer (``ContactState.packed``)."""
+    active set A only, from the simulator's buffer (``ContactState.packed``). Writes the forces
+    ``f`` (m, 3, zero on entry), ``active`` (m,) and ``stats``."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
-    act = phi <= params[3]
-    idx = np.flatnonzero(act)
+    for i in range(phi.shape[0]):
+        active[i] = phi[i] <= params[3]
+    idx = np.flatnonzero(active)
     G, b = delassus_from_factor(X, Jc, af, gc, idx)
-    return _scatter(penalty_forces(G, b, phi[idx], vc[idx], mu[idx], params), idx, act)
+    _scatter(penalty_forces(G, b, phi[idx], vc[idx], mu[idx], params), idx, f, stats)
 
 
 @njit(cache=True, error_model="numpy")
-def penalty_from_delassus(G, b, phi, vc, mu, params):
-    """``penalty_forces`` from the Delassus operator and free acceleration of all points."""
-    act = phi <= params[3]
-    idx = np.flatnonzero(act)
+def penalty_from_delassus(G, b, phi, vc, mu, params, f, active, stats):
+    """``penalty_forces`` from the Delassus operator and free acceleration of all points
+    (outputs as ``penalty_from_packed``)."""
+    for i in range(phi.shape[0]):
+        active[i] = phi[i] <= params[3]
+    idx = np.flatnonzero(active)
     k = idx.shape[0]
     Ga = np.empty((3 * k, 3 * k))
     ba = np.empty(3 * k)
@@ -404,18 +414,17 @@ def penalty_from_delassus(G, b, phi, vc, mu, params):
         ba[r] = b[ir]
         for c in range(3 * k):
             Ga[r, c] = G[ir, 3 * idx[c // 3] + c % 3]
-    return _scatter(penalty_forces(Ga, ba, phi[idx], vc[idx], mu[idx], params), idx, act)
+    _scatter(penalty_forces(Ga, ba, phi[idx], vc[idx], mu[idx], params), idx, f, stats)
 
 
 @njit(cache=True, error_model="numpy")
-def _scatter(out, idx, act):
-    fa, stats = out
-    f = np.zeros((act.shape[0], 3))
+def _scatter(out, idx, f, stats):
+    fa, st = out
     for t in range(idx.shape[0]):
         f[idx[t], 0] = fa[t, 0]
         f[idx[t], 1] = fa[t, 1]
         f[idx[t], 2] = fa[t, 2]
-    return f, act, stats
+    stats[:] = st
 
 
 @njit(cache=True, error_model="numpy")

@@ -321,7 +321,13 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     n = m * width
     if max_pivots <= 0:
         max_pivots = max(10, 10 * n * n)  # solvers.lemke.default_max_pivots
-    G, b, vc, phi, mu, diag = gather_contacts(idx, G_all, b_all, vc_all, phi_all, mu_all)
+    if m == phi_all.shape[0]:  # every point a candidate (a standing robot): no copies
+        G, b, vc, phi, mu = G_all, b_all, vc_all, phi_all, mu_all
+        diag = 0.0
+        for r in range(3 * m):
+            diag += G[r, r]
+    else:
+        G, b, vc, phi, mu, diag = gather_contacts(idx, G_all, b_all, vc_all, phi_all, mu_all)
     eps = eps_r * max(diag / (3 * m), 0.0)
     q = np.empty(n)
     lcp_rhs(b, vc, phi, dt, D, beta, q)
