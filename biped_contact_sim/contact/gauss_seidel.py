@@ -440,6 +440,10 @@ class GaussSeidelContact(ContactModel):
     def reset(self, n_points: int) -> None:
         # Warm start: the last committed step-3 forces, per contact id.
         self._warm = KeyedRows(3)
+        # The buffers the next step writes its warm-start rows into (swapped with the stored
+        # ones at each commit: no allocation per step).
+        self._spare = (np.empty(n_points, dtype=np.int64),
+                       np.empty((n_points, self._warm.width)))
         self._all = np.arange(n_points)
         s = self.settings  # as the kernel's parameter array
         self._params = np.array([s.margin, s.restitution, s.impact_velocity_threshold,
@@ -481,8 +485,7 @@ class GaussSeidelContact(ContactModel):
         f = np.zeros((m_all, 3))
         active = np.empty(m_all, dtype=np.bool_)
         stats = np.empty(len(_GS_STATS))
-        keys = np.empty(m_all, dtype=np.int64)
-        rows = np.empty((m_all, 3))
+        keys, rows = self._spare  # this step's warm-start rows: the buffers not in use
         ids = getattr(state, "ids", None)
         ids = self._all if ids is None else ids
         vc, packed, warm = np.ascontiguousarray(state.vc), state.packed, self._warm
@@ -495,5 +498,11 @@ class GaussSeidelContact(ContactModel):
             gauss_seidel_contact_kernel(G, b, vc, phi, state.mu, state.dt, self._params,
                                         warm.keys, warm.rows, ids, f, active, keys, rows, stats)
         if commit:  # warm start from the step-3 forces only (impacts are not persistent)
-            warm.keys, warm.rows = keys, rows  # KeyedRows.store without its conversions
+            # KeyedRows.store without its conversions; the rows it held become the spare (the
+            # model's own arrays: nothing else keeps them).
+            if len(warm.keys) == m_all:
+                self._spare = warm.keys, warm.rows
+            else:
+                self._spare = np.empty(m_all, dtype=np.int64), np.empty_like(rows)
+            warm.keys, warm.rows = keys, rows
         return ContactResult(f, active, Stats(self.stat_names, stats))

@@ -382,8 +382,11 @@ def min_norm_kernel(G, r, rtol):
         xp = Uk.T @ _cholesky_solve(L, _cholesky_solve(L, Uk @ rp))
         for j in range(n):
             x[perm[j]] = xp[j]
-    e = G @ x - r
-    return x, k, np.sqrt(np.sum(e * e))
+    Gx = G @ x
+    res = 0.0
+    for i in range(n):
+        res += (Gx[i] - r[i]) ** 2
+    return x, k, np.sqrt(res)
 
 
 @njit(cache=True, error_model="numpy")
@@ -396,7 +399,10 @@ def penalty_from_packed(W, m, nv, nj, phi, vc, mu, params, f, active, stats):
         active[i] = phi[i] <= params[3]
     idx = np.flatnonzero(active)
     G, b = delassus_from_factor(X, Jc, af, gc, idx)
-    _scatter(penalty_forces(G, b, phi[idx], vc[idx], mu[idx], params), idx, f, stats)
+    if idx.shape[0] == phi.shape[0]:  # every point active (a standing robot): no copies
+        _scatter(penalty_forces(G, b, phi, vc, mu, params), idx, f, stats)
+    else:
+        _scatter(penalty_forces(G, b, phi[idx], vc[idx], mu[idx], params), idx, f, stats)
 
 
 @njit(cache=True, error_model="numpy")

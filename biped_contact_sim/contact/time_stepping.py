@@ -524,6 +524,10 @@ class TimeSteppingContact(ContactModel):
         self._D = np.ascontiguousarray(friction_directions(s.directions))
         # Warm start per contact id: (p_n, β, λ) and their basis flags.
         self._warm = KeyedRows(2 * (2 + s.directions))
+        # The buffers the next step writes its warm-start rows into (swapped with the stored
+        # ones at each commit: no allocation per step).
+        self._spare = (np.empty(n_points, dtype=np.int64),
+                       np.empty((n_points, self._warm.width)))
         self._params = np.array([s.margin, s.stabilization, s.regularization, s.pivot_tol,
                                  s.max_pivots or 0, s.residual_tol, s.fb_max_iterations,
                                  s.fallback_tolerance, s.fallback_max_sweeps, s.warm_start],
@@ -575,8 +579,7 @@ class TimeSteppingContact(ContactModel):
         f = np.zeros((m_all, 3))
         active = np.empty(m_all, dtype=np.bool_)
         stats = np.empty(len(_TS_STATS))
-        keys = np.empty(m_all, dtype=np.int64)
-        rows = np.empty((m_all, self._warm.width))
+        keys, rows = self._spare  # this step's warm-start rows: the buffers not in use
         ids = getattr(state, "ids", None)
         ids = self._all if ids is None else ids
         vc, packed, warm = np.ascontiguousarray(state.vc), state.packed, self._warm
@@ -589,5 +592,11 @@ class TimeSteppingContact(ContactModel):
             time_stepping_kernel(G, b, vc, phi, state.mu, state.dt, self._D, self._params,
                                  warm.keys, warm.rows, ids, f, active, keys, rows, stats)
         if commit:
-            warm.keys, warm.rows = keys, rows  # KeyedRows.store without its conversions
+            # KeyedRows.store without its conversions; the rows it held become the spare (the
+            # model's own arrays: nothing else keeps them).
+            if len(warm.keys) == m_all:
+                self._spare = warm.keys, warm.rows
+            else:
+                self._spare = np.empty(m_all, dtype=np.int64), np.empty_like(rows)
+            warm.keys, warm.rows = keys, rows
         return ContactResult(f, active, Stats(self.stat_names, stats))
