@@ -294,7 +294,7 @@ def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, param
     for a in range(m):
         keys[a] = keys_all[idx[a]]
     if m == phi_all.shape[0]:  # every point a candidate (a standing robot): no copies
-        G, b = G_all, b_all
+        G, b, vc, phi = G_all, b_all, vc_all, phi_all
     else:
         G = np.empty((3 * m, 3 * m))
         b = np.empty(3 * m)
@@ -304,13 +304,13 @@ def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, param
                 for c in range(m):
                     for s in range(3):
                         G[3 * a + r, 3 * c + s] = G_all[3 * idx[a] + r, 3 * idx[c] + s]
-    vc = np.empty((m, 3))
-    phi = np.empty(m)
-    for a in range(m):
-        i = idx[a]
-        phi[a] = phi_all[i]
-        for r in range(3):
-            vc[a, r] = vc_all[i, r]
+        vc = np.empty((m, 3))
+        phi = np.empty(m)
+        for a in range(m):
+            i = idx[a]
+            phi[a] = phi_all[i]
+            for r in range(3):
+                vc[a, r] = vc_all[i, r]
     e = np.full(m, e_r)
     vc1 = np.empty((m, 3))
     p_imp = np.empty(m)

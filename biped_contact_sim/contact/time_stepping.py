@@ -61,7 +61,9 @@ Solving (``time_stepping_kernel``):
 1. Warm start: the complementary basis of the previous step (stored per contact id) is
    re-solved on the new data, ``A_BB z_B = −q_B``; if that answer solves the LCP to the
    residual tolerance (``residual_tol``·‖q‖∞, the same test as Lemke's) it is taken. In steady
-   contact the basis rarely changes, and this replaces the pivoting by one linear solve.
+   contact the basis rarely changes, and this replaces the pivoting by one linear solve; only
+   the basis's block of A is formed for it (``warm_basis_solve``), the whole A only when the
+   warm basis fails.
 2. Lemke (lexicographic, compiled; ``solvers.lemke``), from scratch.
 3. If Lemke fails (a ray, the pivot cap, or ``inaccurate``: counted by cause in
    ``ray_terminations``, ``pivot_caps``, ``inaccurate``), the second method: the
