@@ -61,7 +61,10 @@ Solving (``time_stepping_kernel``):
 1. Warm start: the complementary basis of the previous step (stored per contact id) is
    re-solved on the new data, ``A_BB z_B = −q_B``; if that answer solves the LCP to the
    residual tolerance (``residual_tol``·‖q‖∞, the same test as Lemke's) it is taken. In steady
-   contact the basis rarely changes, and this replaces the pivoting by one linear solve.
+   contact the basis rarely changes, and this replaces the pivoting by one linear solve; only
+   the basis's block of A is formed for it (``warm_basis_solve``; a Cholesky solve when no
+   point of the basis slides: the block is then symmetric positive definite), the whole A only
+   when the warm basis fails.
 2. Lemke (lexicographic, compiled; ``solvers.lemke``), from scratch.
 3. If Lemke fails (a ray, the pivot cap, or ``inaccurate``: counted by cause in
    ``ray_terminations``, ``pivot_caps``, ``inaccurate``), the second method: the
@@ -93,7 +96,6 @@ from biped_contact_sim.contact.base import (
 )
 from biped_contact_sim.contact.gauss_seidel import (
     candidates,
-    contact_keys,
     gather_contacts,
     normal_bias,
     positive_count,
@@ -103,7 +105,7 @@ from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
 from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
 from biped_contact_sim.solvers.lemke import RESIDUAL_TOL
-from biped_contact_sim.solvers.lemke_kernel import basis_solve, lcp_residual, lemke_kernel
+from biped_contact_sim.solvers.lemke_kernel import lcp_residual, lemke_kernel, lu_solve
 from biped_contact_sim.solvers.warm_start import KeyedRows, basic_flags, match_keys
 
 DIRECTIONS = (4, 8)
@@ -162,6 +164,15 @@ def build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q):
         A[nb + i, i] = mu[i]
     for r in range(nb):
         A[r, r] += eps
+    lcp_rhs(b, vc, phi, dt, D, beta, q)
+
+
+@njit(cache=True)
+def lcp_rhs(b, vc, phi, dt, D, beta, q):
+    """The vector q of the LCP of the module docstring (``build_lcp_kernel``'s q)."""
+    m = phi.shape[0]
+    d = D.shape[1]
+    nb = m + m * d
     for i in range(m):
         vf0 = vc[i, 0] + dt * b[3 * i]
         vf1 = vc[i, 1] + dt * b[3 * i + 1]
@@ -173,6 +184,148 @@ def build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q):
         q[nb + i] = 0.0
 
 
+@njit(cache=True)
+def spd_solve(M, rhs, x):
+    """Solve ``M x = rhs`` for a symmetric positive definite M by Cholesky ``M = L Lᵀ`` (from
+    M's lower triangle); False (x untouched) when a pivot is not positive or x is not finite."""
+    n = M.shape[0]
+    L = np.empty((n, n))
+    for j in range(n):
+        d = M[j, j]
+        for t in range(j):
+            d -= L[j, t] * L[j, t]
+        if not d > 0.0:  # also NaN
+            return False
+        ljj = np.sqrt(d)
+        L[j, j] = ljj
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for t in range(j):
+                s -= L[i, t] * L[j, t]
+            L[i, j] = s / ljj
+    y = np.empty(n)
+    for i in range(n):
+        s = rhs[i]
+        for t in range(i):
+            s -= L[i, t] * y[t]
+        y[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = y[i]
+        for t in range(i + 1, n):
+            s -= L[t, i] * y[t]
+        y[i] = s / L[i, i]
+        if not np.isfinite(y[i]):
+            return False
+    x[:] = y
+    return True
+
+
+@njit(cache=True)
+def lcp_unknowns(m, d, cols, kind, point, direction):
+    """Kind (0: p_n, 1: β, 2: λ), point and direction of the LCP unknowns ``cols`` (the
+    ordering ``z = [p_n; β; λ]`` of the module docstring, β point-major)."""
+    nb = m + m * d
+    for t in range(cols.shape[0]):
+        c = cols[t]
+        if c < m:
+            kind[t], point[t], direction[t] = 0, c, 0
+        elif c < nb:
+            kind[t], point[t], direction[t] = 1, (c - m) // d, (c - m) % d
+        else:
+            kind[t], point[t], direction[t] = 2, c - nb, 0
+
+
+@njit(cache=True)
+def warm_basis_solve(G, D, mu, eps, q, cols, z, w):
+    """The complementary basis ``cols`` of the LCP of the module docstring: ``A_BB z_B = −q_B``
+    (``build_lcp_kernel``'s block, by Cholesky when it is symmetric positive definite, else by
+    ``lemke_kernel.lu_solve`` as ``basis_solve`` on the whole A), ``z_N = 0``; then
+    ``w = A z + q`` in the contact space, without A: the impulse ``P = N p_n + T β``,
+    ``v = G P`` and ``w = [Nᵀv + ε p_n; Tᵀv + ε β + E λ; μ p_n − Eᵀβ] + q`` (the same numbers
+    as ``A z + q`` up to rounding).
+
+    Returns:
+        ``(ok, residual)`` with ``residual = maxᵢ |min(zᵢ, wᵢ)|``; ok False when ``A_BB`` is
+        singular (z = 0 then).
+    """
+    m = mu.shape[0]
+    d = D.shape[1]
+    nb = m + m * d
+    n = q.shape[0]
+    k = cols.shape[0]
+    kind = np.empty(k, dtype=np.int64)
+    point = np.empty(k, dtype=np.int64)
+    direction = np.empty(k, dtype=np.int64)
+    lcp_unknowns(m, d, cols, kind, point, direction)  # the integer divisions, once
+    # A_BB: build_lcp_kernel's entries by the same operations (so the same to the last bit),
+    # written out here (a function call per entry, passing G, costs ~20× the entry).
+    M = np.empty((k, k))
+    rhs = np.empty(k)
+    for a in range(k):
+        rhs[a] = -q[cols[a]]
+        kr, i, j = kind[a], point[a], direction[a]
+        for c in range(k):
+            kc, p, jj = kind[c], point[c], direction[c]
+            if kr == 2:  # λ row of point i: [diag μ, −Eᵀ, 0]
+                if kc == 0:
+                    v = mu[i] if p == i else 0.0
+                else:
+                    v = -1.0 if kc == 1 and p == i else 0.0
+            elif kc == 2:  # λ column: E
+                v = 1.0 if kr == 1 and p == i else 0.0
+            elif kr == 0:
+                if kc == 0:
+                    v = G[3 * i + 2, 3 * p + 2]
+                else:
+                    v = G[3 * i + 2, 3 * p] * D[0, jj] + G[3 * i + 2, 3 * p + 1] * D[1, jj]
+            elif kc == 0:
+                v = D[0, j] * G[3 * i, 3 * p + 2] + D[1, j] * G[3 * i + 1, 3 * p + 2]
+            else:
+                gd0 = G[3 * i, 3 * p] * D[0, jj] + G[3 * i, 3 * p + 1] * D[1, jj]
+                gd1 = G[3 * i + 1, 3 * p] * D[0, jj] + G[3 * i + 1, 3 * p + 1] * D[1, jj]
+                v = D[0, j] * gd0 + D[1, j] * gd1
+            M[a, c] = v + eps if a == c and kr != 2 else v
+    zb = np.empty(k)
+    z[:] = 0.0
+    # Without a λ in the basis (no point sliding) A_BB = H_Bᵀ G H_B + εI is symmetric positive
+    # definite (ε > 0): Cholesky, half the work of the LU and as accurate; otherwise (or if a
+    # pivot is not positive, ε = 0) the LU with partial pivoting.
+    ok = False
+    for a in range(k):
+        if kind[a] == 2:
+            break
+    else:
+        ok = spd_solve(M, rhs, zb)
+    if not ok:
+        ok = lu_solve(M, rhs, zb)
+    if ok:
+        for t in range(k):
+            z[cols[t]] = max(zb[t], 0.0)
+    P = np.zeros(3 * m)
+    for i in range(m):
+        P[3 * i + 2] = z[i]
+        for j in range(d):
+            bj = z[m + i * d + j]
+            P[3 * i] += D[0, j] * bj
+            P[3 * i + 1] += D[1, j] * bj
+    v = G @ P
+    for i in range(m):
+        w[i] = v[3 * i + 2] + eps * z[i] + q[i]
+        lam = z[nb + i]
+        bsum = 0.0
+        for j in range(d):
+            r = m + i * d + j
+            w[r] = D[0, j] * v[3 * i] + D[1, j] * v[3 * i + 1] + eps * z[r] + lam + q[r]
+            bsum += z[r]
+        w[nb + i] = mu[i] * z[i] - bsum + q[nb + i]
+    res = 0.0
+    for i in range(n):
+        r = abs(min(z[i], w[i]))
+        if r > res:
+            res = r
+    return ok, res
+
+
 # Statistics of one time_stepping step, in the order of the kernel's stats array.
 _TS_STATS = ("candidates", "system_size", "solver_iterations", "warm_starts",
              "ray_terminations", "pivot_caps", "inaccurate", "fb_solves", "fallbacks",
@@ -182,18 +335,18 @@ _WARM, _LEMKE, _FB, _FALLBACK = 0, 1, 2, 3
 
 
 @njit(cache=True)
-def time_stepping_from_packed(W, m, nv, nj, idx, vc_all, phi_all, mu_all, dt, D, params,
-                              warm_keys, warm_rows, keys, f, rows, stats):
-    """``time_stepping_kernel`` on ``packed_delassus(W, m, nv, nj, idx, False)`` (b_v: the
-    drift is not part of J_c v⁺) in one call."""
-    G, b = packed_delassus(W, m, nv, nj, idx, False)
+def time_stepping_from_packed(W, m, nv, nj, vc_all, phi_all, mu_all, dt, D, params, warm_keys,
+                              warm_rows, ids, f, active, keys, rows, stats):
+    """``time_stepping_kernel`` on ``packed_delassus(W, m, nv, nj, all points, False)`` (b_v:
+    the drift is not part of J_c v⁺) in one call."""
+    G, b = packed_delassus(W, m, nv, nj, np.arange(m), False)
     time_stepping_kernel(G, b, vc_all, phi_all, mu_all, dt, D, params, warm_keys, warm_rows,
-                         keys, f, rows, stats)
+                         ids, f, active, keys, rows, stats)
 
 
 @njit(cache=True)
 def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, warm_keys,
-                         warm_rows, keys_all, f_all, rows_out, stats):
+                         warm_rows, keys_all, f_all, active_all, keys_out, rows_out, stats):
     """The solve of the module docstring (steps 1–4), compiled, over all m_all points.
 
     ``params`` = (margin, β_s, ε_r, pivot_tol, max_pivots (0: 10·n²), residual_tol,
@@ -209,6 +362,8 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     width = 2 + d
     stats[:] = 0.0
     rows_out[:, :] = 0.0
+    active_all[:] = False
+    keys_out[:] = keys_all
     idx = candidates(phi_all, vc_all, dt, margin)
     m = idx.shape[0]
     if m == 0:
@@ -216,11 +371,16 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     n = m * width
     if max_pivots <= 0:
         max_pivots = max(10, 10 * n * n)  # solvers.lemke.default_max_pivots
-    G, b, vc, phi, mu, diag = gather_contacts(idx, G_all, b_all, vc_all, phi_all, mu_all)
+    if m == phi_all.shape[0]:  # every point a candidate (a standing robot): no copies
+        G, b, vc, phi, mu = G_all, b_all, vc_all, phi_all, mu_all
+        diag = 0.0
+        for r in range(3 * m):
+            diag += G[r, r]
+    else:
+        G, b, vc, phi, mu, diag = gather_contacts(idx, G_all, b_all, vc_all, phi_all, mu_all)
     eps = eps_r * max(diag / (3 * m), 0.0)
-    A = np.empty((n, n))
     q = np.empty(n)
-    build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q)
+    lcp_rhs(b, vc, phi, dt, D, beta, q)
     stats[0] = m
     stats[1] = n
     # Warm start (per contact id): the previous z and basis, if every candidate has one.
@@ -249,13 +409,26 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     how = _LEMKE
     res = 0.0
     solved = False
-    if found == m:  # 1. the previous basis
-        ok, res = basis_solve(A, q, mask_warm, z, w)
+    if found == m:  # 1. the previous basis, from its block of A only
+        k = 0
+        for i in range(n):
+            if mask_warm[i]:
+                k += 1
+        cols = np.empty(k, dtype=np.int64)
+        k = 0
+        for i in range(n):
+            if mask_warm[i]:
+                cols[k] = i
+                k += 1
+        ok, res = warm_basis_solve(G, D, mu, eps, q, cols, z, w)
         if ok and res <= tol:
             solved = True
             how = _WARM
             zmask[:] = mask_warm
             stats[3] = 1.0
+    if not solved:  # the whole LCP matrix, for the pivoting and the second method
+        A = np.empty((n, n))
+        build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q)
     if not solved:  # 2. Lemke
         status, pivots, res = lemke_kernel(A, q, np.ones(n), pivot_tol, max_pivots,
                                            residual_tol, z, w, zmask)
@@ -298,6 +471,7 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
             row[width + 1 + d] = 1.0 if zmask[m + m * d + a] else 0.0
             f_all[i, 0] = ft0 / dt
             f_all[i, 1] = ft1 / dt
+            active_all[i] = f_all[i, 2] > 0.0
         return how
     # 4. Friction kept: exact-cone Gauss–Seidel with the circle inscribed in the pyramid.
     stats[8] = 1.0
@@ -318,6 +492,7 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     for a in range(m):
         for r in range(3):
             f_all[idx[a], r] = P[3 * a + r] / dt
+        active_all[idx[a]] = f_all[idx[a], 2] > 0.0
     return _FALLBACK
 
 
@@ -399,6 +574,10 @@ class TimeSteppingContact(ContactModel):
         self._D = np.ascontiguousarray(friction_directions(s.directions))
         # Warm start per contact id: (p_n, β, λ) and their basis flags.
         self._warm = KeyedRows(2 * (2 + s.directions))
+        # The buffers the next step writes its warm-start rows into (swapped with the stored
+        # ones at each commit: no allocation per step).
+        self._spare = (np.empty(n_points, dtype=np.int64),
+                       np.empty((n_points, self._warm.width)))
         self._params = np.array([s.margin, s.stabilization, s.regularization, s.pivot_tol,
                                  s.max_pivots or 0, s.residual_tol, s.fb_max_iterations,
                                  s.fallback_tolerance, s.fallback_max_sweeps, s.warm_start],
@@ -444,19 +623,30 @@ class TimeSteppingContact(ContactModel):
         m_all = phi.shape[0]
         if getattr(self, "_warm", None) is None or len(self._all) != m_all:
             self.reset(m_all)
+        # The outputs, new every step (the caller keeps the forces; the warm start keeps keys
+        # and rows). The kernel copies the contact ids into ``keys`` (``contact_keys`` of all
+        # points) and computes the active set, cheaper there than by numpy calls here.
         f = np.zeros((m_all, 3))
+        active = np.empty(m_all, dtype=np.bool_)
         stats = np.empty(len(_TS_STATS))
-        keys = contact_keys(state, self._all)
-        rows = np.empty((m_all, self._warm.width))
-        vc, packed = np.ascontiguousarray(state.vc), state.packed
+        keys, rows = self._spare  # this step's warm-start rows: the buffers not in use
+        ids = getattr(state, "ids", None)
+        ids = self._all if ids is None else ids
+        vc, packed, warm = np.ascontiguousarray(state.vc), state.packed, self._warm
         if packed is not None:  # G and b in the same compiled call
-            time_stepping_from_packed(*packed, self._all, vc, phi, state.mu, state.dt, self._D,
-                                      self._params, self._warm.keys, self._warm.rows, keys, f,
+            time_stepping_from_packed(*packed, vc, phi, state.mu, state.dt, self._D,
+                                      self._params, warm.keys, warm.rows, ids, f, active, keys,
                                       rows, stats)
         else:
             G, b = state.delassus(self._all, False)  # b_v: the drift is not part of J_c v⁺
             time_stepping_kernel(G, b, vc, phi, state.mu, state.dt, self._D, self._params,
-                                 self._warm.keys, self._warm.rows, keys, f, rows, stats)
+                                 warm.keys, warm.rows, ids, f, active, keys, rows, stats)
         if commit:
-            self._warm.store(keys, rows)
-        return ContactResult(f, f[:, 2] > 0.0, Stats(self.stat_names, stats))
+            # KeyedRows.store without its conversions; the rows it held become the spare (the
+            # model's own arrays: nothing else keeps them).
+            if len(warm.keys) == m_all:
+                self._spare = warm.keys, warm.rows
+            else:
+                self._spare = np.empty(m_all, dtype=np.int64), np.empty_like(rows)
+            warm.keys, warm.rows = keys, rows
+        return ContactResult(f, active, Stats(self.stat_names, stats))
