@@ -17,6 +17,7 @@ from biped_contact_sim.contact import CONTACT_MODELS, ContactState, make_contact
 from biped_contact_sim.contact import acceleration_lcp as acc
 from biped_contact_sim.contact import acceleration_lcp_kernel as acc_kernel
 from biped_contact_sim.contact import time_stepping as ts
+from biped_contact_sim.contact import time_stepping_kernel as tsk
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import ContactBodyConfig, load_robot_config
@@ -386,7 +387,7 @@ def test_compiled_lcp_builders_equal_the_numpy_forms():
         A, q = model.lcp(state)
         A2, q2 = np.empty_like(A), np.empty_like(q)
         eps = model.settings.regularization * np.mean(np.diag(G))
-        ts.build_lcp_kernel(G, b, state.vc, np.ascontiguousarray(state.phi), state.mu,
+        tsk.build_lcp_kernel(G, b, state.vc, np.ascontiguousarray(state.phi), state.mu,
                             state.dt, ts.friction_directions(d), model.settings.stabilization,
                             eps, A2, q2)
         assert np.allclose(A2, A, rtol=1e-12, atol=1e-15) and np.allclose(q2, q, atol=1e-15)
@@ -500,7 +501,7 @@ def test_warm_basis_solve_equals_the_lemke_kernel_basis_solve():
                 m = len(idx)
                 n = m * (2 + d)
                 A, q = np.empty((n, n)), np.empty(n)  # the step's A (the same entries)
-                ts.build_lcp_kernel(G, b, state.vc[idx], state.phi[idx], state.mu[idx],
+                tsk.build_lcp_kernel(G, b, state.vc[idx], state.phi[idx], state.mu[idx],
                                     state.dt, ts.friction_directions(d),
                                     model.settings.stabilization, eps, A, q)
                 res = lemke(A, q)
@@ -508,7 +509,7 @@ def test_warm_basis_solve_equals_the_lemke_kernel_basis_solve():
                                           rng.random(n) < 0.5)):
                     z0, w0, z1, w1 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
                     ok0, res0 = basis_solve(A, q, mask, z0, w0)
-                    ok1, res1 = ts.warm_basis_solve(G, ts.friction_directions(d),
+                    ok1, res1 = tsk.warm_basis_solve(G, ts.friction_directions(d),
                                                     state.mu[idx], eps, q, np.flatnonzero(mask),
                                                     z1, w1)
                     spd = not mask[n - m:].any()
@@ -534,9 +535,9 @@ def test_spd_solve_equals_numpy_and_refuses_indefinite_matrices():
         n = int(rng.integers(1, 30))
         B = rng.standard_normal((n, n))
         M, rhs, x = B @ B.T + 1e-3 * np.eye(n), rng.standard_normal(n), np.empty(n)
-        assert ts.spd_solve(M, rhs, x)
+        assert tsk.spd_solve(M, rhs, x)
         ref = np.linalg.solve(M, rhs)
         assert np.allclose(x, ref, rtol=0, atol=1e-14 * np.linalg.cond(M) * np.abs(ref).max())
         M[0, 0] = -1.0
         x[:] = 7.0
-        assert not ts.spd_solve(M, rhs, x) and (x == 7.0).all()
+        assert not tsk.spd_solve(M, rhs, x) and (x == 7.0).all()
