@@ -66,6 +66,7 @@ def test_summary_has_the_design_keys(ball_run):
     assert set(SUMMARY_KEYS) <= set(summary)
     assert summary["scenario"] == "ball"
     assert summary["contact_model"] == "penalty_fl"
+    assert summary["contacts"] == "points"  # the ball's sphere point on the plane
     assert summary["steps"] == round(0.5 / summary["dt"])
     assert summary["error"] is None
     # meaningless for a ball: no support polygon to hold a ZMP, nothing to fall
@@ -114,6 +115,7 @@ def test_timeseries_columns(ball_run):
 
 def test_stand_wrenches_match_the_csv_normal_forces(stand_run):
     code, out = stand_run
+    assert json.loads((out / "summary.json").read_text())["contacts"] == "geometry"
     assert code == 0
     assert not (out / "plots").exists()
     rows = read_csv(out / "timeseries.csv")

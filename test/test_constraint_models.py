@@ -17,6 +17,7 @@ from biped_contact_sim.contact import CONTACT_MODELS, ContactState, make_contact
 from biped_contact_sim.contact import acceleration_lcp as acc
 from biped_contact_sim.contact import acceleration_lcp_kernel as acc_kernel
 from biped_contact_sim.contact import time_stepping as ts
+from biped_contact_sim.contact import time_stepping_kernel as tsk
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import ContactBodyConfig, load_robot_config
@@ -386,7 +387,7 @@ def test_compiled_lcp_builders_equal_the_numpy_forms():
         A, q = model.lcp(state)
         A2, q2 = np.empty_like(A), np.empty_like(q)
         eps = model.settings.regularization * np.mean(np.diag(G))
-        ts.build_lcp_kernel(G, b, state.vc, np.ascontiguousarray(state.phi), state.mu,
+        tsk.build_lcp_kernel(G, b, state.vc, np.ascontiguousarray(state.phi), state.mu,
                             state.dt, ts.friction_directions(d), model.settings.stabilization,
                             eps, A2, q2)
         assert np.allclose(A2, A, rtol=1e-12, atol=1e-15) and np.allclose(q2, q, atol=1e-15)
@@ -471,3 +472,72 @@ def test_time_stepping_fallback_keeps_friction():
     friction = np.hypot(f[:, 0], f[:, 1])
     assert np.all(friction <= inscribed * (1 + 1e-9) + 1e-12)
     assert friction.sum() == pytest.approx(inscribed.sum(), rel=1e-6)  # the box slides
+
+
+def test_warm_basis_solve_equals_the_lemke_kernel_basis_solve():
+    """``time_stepping.warm_basis_solve`` (the basis's block of A only, w in the contact space)
+    against ``lemke_kernel.basis_solve`` on ``build_lcp_kernel``'s A, on the LCPs of a standing
+    biped and of a box sliding on four corners, with the bases Lemke ends on and with wrong
+    guesses (random flips, singular blocks included): the same z to the last bit where a point
+    of the basis slides (the same LU), to the conditioning of A_BB where none does (Cholesky);
+    w and the residual to rounding."""
+    from biped_contact_sim.solvers.lemke import lemke
+    from biped_contact_sim.solvers.lemke_kernel import basis_solve
+
+    rng = np.random.default_rng(8)
+    sims = [build("stand", "time_stepping", sets={"contacts": c})[3]
+            for c in ("geometry", "points")]
+    sims += [box_on_plane("time_stepping", 0.3, SLOPE), box_on_plane("time_stepping", 0.6, SLOPE)]
+    solved = {True: 0, False: 0}  # Lemke's bases taken, by whether the block is SPD
+    for sim in sims:
+        for d in (4, 8):
+            model = ts.TimeSteppingContact(directions=d)
+            tau = np.zeros(sim.robot.n_joints)
+            for _ in range(3):
+                _, state = sim.contact_state(sim.q, sim.v, tau)
+                idx = np.flatnonzero(state.phi <= model.settings.margin)
+                G, b = state.delassus(idx, False)
+                eps = model.settings.regularization * max(float(np.mean(np.diag(G))), 0.0)
+                m = len(idx)
+                n = m * (2 + d)
+                A, q = np.empty((n, n)), np.empty(n)  # the step's A (the same entries)
+                tsk.build_lcp_kernel(G, b, state.vc[idx], state.phi[idx], state.mu[idx],
+                                    state.dt, ts.friction_directions(d),
+                                    model.settings.stabilization, eps, A, q)
+                res = lemke(A, q)
+                for k, mask in enumerate((res.x > 0.0, (res.x > 0.0) ^ (rng.random(n) < 0.1),
+                                          rng.random(n) < 0.5)):
+                    z0, w0, z1, w1 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+                    ok0, res0 = basis_solve(A, q, mask, z0, w0)
+                    ok1, res1 = tsk.warm_basis_solve(G, ts.friction_directions(d),
+                                                    state.mu[idx], eps, q, np.flatnonzero(mask),
+                                                    z1, w1)
+                    spd = not mask[n - m:].any()
+                    assert ok0 == ok1
+                    if spd:
+                        A_BB = A[np.ix_(mask, mask)]
+                        tol = 1e-14 * np.linalg.cond(A_BB) * max(1.0, np.abs(z0).max())
+                    else:
+                        tol = 0.0
+                    assert np.allclose(z1, z0, rtol=0, atol=tol)
+                    scale = 1e-12 * max(1.0, np.abs(w0).max()) + np.abs(A).max() * tol * n
+                    assert np.allclose(w0, w1, rtol=0, atol=scale)
+                    assert res1 == pytest.approx(res0, rel=0, abs=scale)
+                    if k == 0 and ok0 and res0 <= 1e-9 * np.abs(q).max():
+                        solved[spd] += 1
+                sim.step(tau)
+    assert solved[True] >= 12 and solved[False] >= 4
+
+
+def test_spd_solve_equals_numpy_and_refuses_indefinite_matrices():
+    rng = np.random.default_rng(9)
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        B = rng.standard_normal((n, n))
+        M, rhs, x = B @ B.T + 1e-3 * np.eye(n), rng.standard_normal(n), np.empty(n)
+        assert tsk.spd_solve(M, rhs, x)
+        ref = np.linalg.solve(M, rhs)
+        assert np.allclose(x, ref, rtol=0, atol=1e-14 * np.linalg.cond(M) * np.abs(ref).max())
+        M[0, 0] = -1.0
+        x[:] = 7.0
+        assert not tsk.spd_solve(M, rhs, x) and (x == 7.0).all()

@@ -481,7 +481,11 @@ class _Unpacked(ContactState):
 def test_models_from_the_step_buffer_equal_their_delassus_path(model, contacts):
     """``*_from_packed`` (the Delassus operator made inside the model's compiled call) gives
     exactly the forces, active set and statistics of the model's kernel on
-    ``state.delassus``, on states captured along a ``stand`` run (touch-down and rest)."""
+    ``state.delassus``, on states captured along a ``stand`` run (touch-down and rest).
+    acceleration_lcp's packed call re-solves the warm basis on the factor without forming G
+    (contact/acceleration_lcp_warm.py): the same LCP solution, to rounding amplified by the
+    ε-regularised friction block (test_acceleration_lcp_warm), so there to 1e-8 relative and
+    equal statistics but the residual."""
     _, _, robot, sim, _, control, *_ = build("stand", model, controller="joint_pd",
                                              sets={"contacts": contacts})
     for k in range(60):
@@ -492,8 +496,14 @@ def test_models_from_the_step_buffer_equal_their_delassus_path(model, contacts):
                                            state.mu, state.ids, state.packed)
             got = sim.contact.compute(state, commit=False)
             want = sim.contact.compute(hidden, commit=False)
-            assert np.array_equal(got.f, want.f) and np.array_equal(got.active, want.active)
-            assert np.array_equal(got.stats.values, want.stats.values)
+            if model == "acceleration_lcp":
+                assert np.allclose(got.f, want.f, rtol=0, atol=1e-8 * np.abs(want.f).max())
+                assert np.array_equal(got.active, want.active)
+                assert np.array_equal(got.stats.values[:-1], want.stats.values[:-1])
+            else:
+                assert np.array_equal(got.f, want.f)
+                assert np.array_equal(got.active, want.active)
+                assert np.array_equal(got.stats.values, want.stats.values)
         sim.step(tau)
 
 

@@ -68,3 +68,57 @@ def test_rising_point_leaves_contact_only_without_separation_damping(separation_
     assert sim.contact_state(sim.q, sim.v, np.zeros(0))[1].phi[0] == pytest.approx(-eps)
     phis = [sim.step(np.zeros(0)).phi[0] for _ in range(round(0.2 / sim.dt))]
     assert (max(phis) > 0.0) == leaves
+
+
+def _standing_delassus(contacts: str) -> np.ndarray:
+    """G over the standing biped's active sole points (rank 12 of 24: two rigid soles)."""
+    _, _, robot, sim, *_ = build("stand", "penalty_fl", sets={"contacts": contacts})
+    _, state = sim.contact_state(sim.q, sim.v, np.zeros(robot.n_joints))
+    G, _ = state.delassus(np.arange(state.n_points))
+    return G
+
+
+def test_left_looking_pivoted_cholesky_equals_lapack_dpstrf():
+    """``pivoted_cholesky`` (left-looking) gives LAPACK dpstrf's rank, pivots and factor on
+    random PSD matrices of every rank; on the standing biped's Delassus operator (coplanar
+    soles: near-tied pivots, which round-off orders differently) its rank and a factor of G."""
+    from scipy.linalg import lapack
+
+    from biped_contact_sim.contact.penalty_fl import pivoted_cholesky
+
+    rng = np.random.default_rng(3)
+    for k in range(202):
+        if k < 2:
+            G = _standing_delassus(("geometry", "points")[k])
+        else:
+            n = int(rng.integers(1, 30))
+            B = rng.standard_normal((n, int(rng.integers(0, n + 1))))
+            G = B @ B.T
+        tol = 1e-10 * max(G.diagonal().max(), 1e-300)
+        U, perm, rank = pivoted_cholesky(G, tol)
+        U_ref, piv, rank_ref, _ = lapack.dpstrf(G, lower=0, tol=tol)
+        assert rank == rank_ref
+        assert not U[rank:].any()
+        Uk = U[:rank]
+        scale = max(1.0, np.abs(G).max())
+        assert np.allclose(Uk.T @ Uk, G[np.ix_(perm, perm)], rtol=0, atol=1e-12 * scale)
+        if k >= 2:
+            assert np.array_equal(perm, piv - 1)
+            ref = np.triu(U_ref)[:rank]
+            assert np.allclose(Uk, ref, rtol=0, atol=1e-10 * max(1.0, np.abs(ref).max(initial=0)))
+
+
+def test_min_norm_kernel_equals_the_lapack_reference_on_the_standing_biped():
+    """The compiled eq. 18 solve against ``solvers.min_norm_solve`` on the captured G."""
+    from biped_contact_sim.contact.penalty_fl import min_norm_kernel
+    from biped_contact_sim.solvers import min_norm_solve
+
+    rng = np.random.default_rng(4)
+    for contacts in ("geometry", "points"):
+        G = _standing_delassus(contacts)
+        for r in (rng.standard_normal(len(G)), G @ rng.standard_normal(len(G))):
+            ref = min_norm_solve(G, r, 1e-10)
+            x, rank, residual = min_norm_kernel(G, r, 1e-10)
+            assert rank == ref.rank == 12
+            assert np.allclose(x, ref.x, rtol=0, atol=1e-10 * max(1.0, np.abs(ref.x).max()))
+            assert residual == pytest.approx(ref.residual, rel=1e-6, abs=1e-10)

@@ -178,6 +178,7 @@ class RunResult:
             "controller": self.controller,
             "params": self.params,
             "integrator": self.sim.settings.integrator,
+            "contacts": self.sim.contacts,  # the contact mode: points or geometry
             "dt": self.sim.dt,
             "duration_s": sim_time,
             "requested_duration_s": self.duration,

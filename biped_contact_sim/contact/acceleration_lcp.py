@@ -75,8 +75,13 @@ One step at (q, v), in contact frames ``[t₁, t₂, n]``, over the candidates `
    previous step (stored per contact id, used when the stick/slide flags are unchanged) is
    re-solved on the new data; it is taken if it meets Fischer–Burmeister's own convergence
    test ``‖Φ‖∞ ≤ tol`` (it is then the point a Newton step from the previous solution
-   reaches: ``warm_starts``). Otherwise Fischer–Burmeister, warm started from the previous
-   solution, then Lemke as above.
+   reaches: ``warm_starts``). If it misses, the unknown that violates its sign most changes
+   side and the basis is solved again, up to 4 times (single principal pivots,
+   ``solvers.lemke_kernel.pivoting_basis_solve``; at rest the stored basis often misses only
+   by an unused friction facet whose force was ~tol). Otherwise Fischer–Burmeister, warm
+   started from the previous solution, then Lemke as above. On a step without impacts the
+   basis is solved on the factor without forming G or the LCP matrix
+   (``acceleration_lcp_warm``).
 4. Painlevé (no solution of the acceleration LCP with sliding friction): when Fischer–Burmeister
    and Lemke both fail, the step is counted in ``painleve_events`` and resolved impulsively
    (the "tangential impact" fallback): the exact velocity-level Coulomb law of §2.3 step 3
@@ -95,8 +100,9 @@ import numpy as np
 
 from biped_contact_sim.contact.acceleration_lcp_kernel import (
     ACC_STATS,
-    acceleration_lcp_from_packed,
+    N_PARAMS,
     acceleration_lcp_kernel,
+    acceleration_lcp_step,
 )
 from biped_contact_sim.contact.base import (
     ContactModel,
@@ -110,6 +116,9 @@ from biped_contact_sim.contact.time_stepping import DIRECTIONS, friction_directi
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.solvers.lemke import RESIDUAL_TOL
 from biped_contact_sim.solvers.warm_start import KeyedRows
+
+_INT64 = np.dtype(np.int64)
+N_STATS = len(ACC_STATS)
 
 
 def normal_target(phi: np.ndarray, vn: np.ndarray, dt: float, beta: float) -> np.ndarray:
@@ -196,10 +205,10 @@ class AccelerationLCPContact(ContactModel):
     Statistics per step: ``candidates``, ``active``, ``sliding``, ``system_size`` (size of the
     acceleration LCP, a + (d + 1)·sticking), ``impacts``, ``zeno_events``,
     ``impact_failures``, ``solver_iterations`` (Fischer–Burmeister), ``warm_starts`` (0/1: the
-    previous basis solved it), ``solver_failures`` (0/1: Fischer–Burmeister failed),
-    ``lemke_fallbacks`` (0/1: Lemke solved it instead), ``painleve_events`` (0/1: no solution,
-    impulsive fallback), ``residual`` (``‖Φ‖∞`` or ``max |min(z, w)|`` of the LCP, or the
-    Coulomb residual of the fallback).
+    previous basis solved it, after at most 4 principal pivots), ``solver_failures`` (0/1:
+    Fischer–Burmeister failed), ``lemke_fallbacks`` (0/1: Lemke solved it instead),
+    ``painleve_events`` (0/1: no solution, impulsive fallback), ``residual`` (``‖Φ‖∞`` or
+    ``max |min(z, w)|`` of the LCP, or the Coulomb residual of the fallback).
     """
 
     name = "acceleration_lcp"
@@ -211,17 +220,32 @@ class AccelerationLCPContact(ContactModel):
 
     def reset(self, n_points: int) -> None:
         s = self.settings
+        d = s.directions
         self._t = 0.0  # committed time, for the Zeno window
         self._all = np.arange(n_points)
-        self._D = np.ascontiguousarray(friction_directions(s.directions))
-        # Warm start per contact id: (f_n, β, λ), their basis flags, sticking.
-        self._warm = KeyedRows(2 * (2 + s.directions) + 1)
+        # One buffer for the kernel (each array argument costs its dispatch):
+        # [params (N_PARAMS) | D (2, d) | e (n_points) | rows (2, n_points, width)].
+        width = 2 * (2 + d) + 1
+        self._work = np.empty(N_PARAMS + 2 * d + n_points * (1 + 2 * width))
+        self._params = self._work[:N_PARAMS]
+        self._params[:] = (s.margin, s.impact_velocity_threshold, s.slip_velocity,
+                           s.stabilization, s.tolerance, s.max_iterations, s.pivot_tol,
+                           RESIDUAL_TOL, s.gs_tolerance, s.gs_max_sweeps, s.regularization)
+        self._D = self._work[N_PARAMS:N_PARAMS + 2 * d].reshape(2, d)
+        self._D[:] = friction_directions(d)
+        self._e = self._work[N_PARAMS + 2 * d:N_PARAMS + 2 * d + n_points]
+        self._e[:] = s.restitution  # restitution per point (the Zeno rule lowers it per step)
+        rows = self._work[N_PARAMS + 2 * d + n_points:].reshape(2, n_points, width)
+        self._keys = np.empty((2, n_points), dtype=np.int64)
+        self._hit = np.empty(n_points, dtype=bool)
+        # Warm start per contact id: (f_n, β, λ), their basis flags, sticking. The kernel
+        # writes the next rows and their keys into the buffer pair not stored (the stored pair
+        # is read in the same call); a commit stores it without a copy.
+        self._warm = KeyedRows(width)
+        self._buffers = ((self._keys[0], rows[0]), (self._keys[1], rows[1]))
+        self._stored = -1  # the stored pair (−1: none)
         # Times of each contact's last impacts (ring buffer, −inf when none), per contact id.
         self._impacts = KeyedRows(s.zeno_max_impacts)
-        self._params = np.array([s.margin, s.impact_velocity_threshold, s.slip_velocity,
-                                 s.stabilization, s.tolerance, s.max_iterations, s.pivot_tol,
-                                 RESIDUAL_TOL, s.gs_tolerance, s.gs_max_sweeps,
-                                 s.regularization], dtype=float)
 
     def lcp(self, state: ContactState, idx: np.ndarray, vc: np.ndarray,
             sticking: np.ndarray | None = None
@@ -288,9 +312,11 @@ class AccelerationLCPContact(ContactModel):
         m_all, dt = phi.shape[0], state.dt
         if getattr(self, "_warm", None) is None or len(self._all) != m_all:
             self.reset(m_all)
-        keys = contact_keys(state, self._all)
+        ids = state.ids
+        # (the ids themselves when they are the keys already: the kernel copies them)
+        keys = ids if type(ids) is np.ndarray and ids.dtype == _INT64 \
+            else contact_keys(state, self._all)
         vc = np.ascontiguousarray(state.vc)
-        e = np.full(m_all, s.restitution)
         zeno = 0
         if s.restitution > 0.0:  # Zeno (step 1): plastic impacts for slow or repeated ones
             history = np.full((m_all, s.zeno_max_impacts), -np.inf)
@@ -298,32 +324,39 @@ class AccelerationLCPContact(ContactModel):
             recent = (history > self._t - s.zeno_window).sum(axis=1)
             impacting = (vc[:, 2] < -s.impact_velocity_threshold) & (phi <= s.margin) \
                 & (phi + dt * vc[:, 2] <= 0.0)
+            self._e[:] = s.restitution
             if impacting.any():
                 plastic = impacting & ((s.restitution * -vc[:, 2] < s.zeno_velocity)
                                        | (recent >= s.zeno_max_impacts))
-                e[plastic] = 0.0
+                self._e[plastic] = 0.0
                 zeno = int(plastic.sum())
-        f = np.zeros((m_all, 3))
-        hit = np.empty(m_all, dtype=bool)
-        stats = np.empty(len(ACC_STATS))
-        rows = np.empty((m_all, self._warm.width))
+        f = np.empty((m_all, 3))
+        stats = np.empty(N_STATS)
+        active = np.empty(m_all, dtype=bool)
+        stored = self._stored
+        nxt = 1 if stored == 0 else 0
         packed = state.packed
         if packed is not None:  # G and b (module docstring, step 3) in the same call
-            acceleration_lcp_from_packed(*packed, self._all, s.drift_term, vc, phi, state.mu, e,
-                                         dt, self._D, self._params, self._warm.keys,
-                                         self._warm.rows, keys, f, hit, rows, stats)
+            acceleration_lcp_step(*packed, s.drift_term, vc, phi, state.mu, dt, keys, f, stats,
+                                  self._work, self._hit, self._keys, stored, active)
         else:
             G, b = state.delassus(self._all, s.drift_term)  # module docstring, step 3
-            acceleration_lcp_kernel(G, b, vc, phi, state.mu, e, dt, self._D, self._params,
-                                    self._warm.keys, self._warm.rows, keys, f, hit, rows,
-                                    stats)
-        stats[5] = zeno
+            warm = self._warm
+            keys_out, rows = self._buffers[nxt]
+            acceleration_lcp_kernel(G, b, vc, phi, state.mu, self._e, dt, self._D, self._params,
+                                    warm.keys, warm.rows, keys, f, self._hit, rows, stats)
+            keys_out[:] = keys
+            np.greater(f[:, 2], 0.0, out=active)
+        if zeno:
+            stats[5] = zeno
         if commit:
-            self._warm.store(keys, rows)
+            self._stored = nxt
+            self._warm.keys, self._warm.rows = self._buffers[nxt]  # KeyedRows.store, no checks
             if s.restitution > 0.0:
+                hit = self._hit
                 if hit.any():
                     history[hit] = np.roll(history[hit], 1, axis=1)
                     history[hit, 0] = self._t
-                self._impacts.store(keys, history)
+                self._impacts.store(self._buffers[nxt][0], history)
             self._t += dt
-        return ContactResult(f, f[:, 2] > 0.0, Stats(self.stat_names, stats))
+        return ContactResult(f, active, Stats(self.stat_names, stats))

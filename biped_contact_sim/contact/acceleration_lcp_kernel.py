@@ -13,11 +13,13 @@ import math
 import numpy as np
 from numba import njit
 
+from biped_contact_sim.contact.acceleration_lcp_warm import FAILED, SOLVED, warm_basis_step
 from biped_contact_sim.contact.base import packed_delassus
 from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts, impact_kernel
+from biped_contact_sim.robot.kernels import unpack
 from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
 from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
-from biped_contact_sim.solvers.lemke_kernel import basis_solve, lemke_kernel
+from biped_contact_sim.solvers.lemke_kernel import lemke_kernel, pivoting_basis_solve
 from biped_contact_sim.solvers.warm_start import basic_flags, match_keys
 
 
@@ -101,39 +103,65 @@ def _impulsive(G, b, vc, phi, mu, dt, beta, gs_tol, gs_max, f):
     return converged, res
 
 
-@njit(cache=True)
-def _fb_norm(A, q, z):
-    """``‖Φ(z, A z + q)‖∞`` (Fischer–Burmeister's convergence measure)."""
-    res = 0.0
-    for i in range(q.shape[0]):
-        w = q[i]
-        for j in range(q.shape[0]):
-            w += A[i, j] * z[j]
-        res = max(res, abs(z[i] + w - math.hypot(z[i], w)))
-    return res
-
-
 # Statistics of one acceleration_lcp step, in the order of the kernel's stats array.
 ACC_STATS = ("candidates", "active", "sliding", "system_size", "impacts", "zeno_events",
               "impact_failures", "solver_iterations", "warm_starts", "solver_failures",
               "lemke_fallbacks", "painleve_events", "residual")
 
 
+# Principal pivots tried on a warm basis that misses the test (pivoting_basis_solve).
+MAX_FLIPS = 4
+# Length of the params array (acceleration_lcp_kernel).
+N_PARAMS = 11
+
+
 @njit(cache=True)
-def acceleration_lcp_from_packed(W, m, nv, nj, idx, drift, vc_all, phi_all, mu_all, e_all, dt,
-                                 D, params, warm_keys, warm_rows, keys_all, f_all,
-                                 impacting_all, rows_out, stats):
-    """``acceleration_lcp_kernel`` on ``packed_delassus(W, m, nv, nj, idx, drift)`` in one
-    call."""
-    G, b = packed_delassus(W, m, nv, nj, idx, drift)
-    acceleration_lcp_kernel(G, b, vc_all, phi_all, mu_all, e_all, dt, D, params, warm_keys,
-                            warm_rows, keys_all, f_all, impacting_all, rows_out, stats)
+def acceleration_lcp_step(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, keys_all, f_all,
+                          stats, work, impacting_all, keys_buf, stored, active):
+    """The step on the simulator's buffer in one call: the warm basis on the factor
+    (``acceleration_lcp_warm.warm_basis_step``), else ``acceleration_lcp_kernel`` on
+    ``packed_delassus(W, m, nv, nj, all points, drift)``.
+
+    ``work`` = [params (N_PARAMS) | D (2, d) | e (m) | rows (2, m, width)] and ``keys_buf``
+    (2, m): the pair ``stored`` (0 or 1; −1: none) holds the previous step's rows and keys,
+    the other pair receives this step's (``rows_out`` and ``keys_all``). ``active`` ← f_n > 0.
+    """
+    # len(work) = N_PARAMS + 2d + m (1 + 2 width) with width = 2d + 5
+    d = (work.shape[0] - N_PARAMS - 11 * m) // (2 * (2 * m + 1))
+    width = 2 * d + 5
+    params = work[:N_PARAMS]
+    D = work[N_PARAMS:N_PARAMS + 2 * d].reshape((2, d))
+    o = N_PARAMS + 2 * d
+    e_all = work[o:o + m]
+    rows = work[o + m:o + m + 2 * m * width].reshape((2, m, width))
+    nxt = 1 if stored == 0 else 0
+    keys_out = keys_buf[nxt]
+    keys_out[:] = keys_all
+    rows_out = rows[nxt]
+    if stored < 0:
+        warm_keys = keys_buf[0, :0]
+        warm_rows = rows[0, :0]
+    else:
+        warm_keys = keys_buf[stored]
+        warm_rows = rows[stored]
+    Jc, gc, X, _, _, _, af, _ = unpack(W, m, nv, nj)
+    code = warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params,
+                           warm_keys, warm_rows, keys_all, f_all, rows_out, stats, MAX_FLIPS)
+    if code == SOLVED:
+        impacting_all[:] = False
+    else:
+        G, b = packed_delassus(W, m, nv, nj, np.arange(m), drift)
+        acceleration_lcp_kernel(G, b, vc_all, phi_all, mu_all, e_all, dt, D, params, warm_keys,
+                                warm_rows, keys_all, f_all, impacting_all, rows_out, stats,
+                                code != FAILED)
+    for i in range(m):
+        active[i] = f_all[i, 2] > 0.0
 
 
 @njit(cache=True)
 def acceleration_lcp_kernel(G_all, b_all, vc_all, phi_all, mu_all, e_all, dt, D, params,
                             warm_keys, warm_rows, keys_all, f_all, impacting_all, rows_out,
-                            stats):
+                            stats, try_basis=True):
     """Steps 1–4 of the module docstring (compiled), over all m_all points.
 
     ``params`` = (margin, v_thr, slip_velocity, β_s, tolerance, max_iterations, pivot_tol,
@@ -141,6 +169,8 @@ def acceleration_lcp_kernel(G_all, b_all, vc_all, phi_all, mu_all, e_all, dt, D,
     (after the Zeno rule). A warm-start row per contact id: ``(f_n, β, λ)``, their basis flags,
     and whether it was sticking; ``rows_out`` (m_all, 2(2 + d) + 1) receives this step's.
     Writes ``f_all`` (m_all, 3), ``impacting_all`` and ``stats`` (order of ``ACC_STATS``).
+    ``try_basis`` False: the stored basis already failed (``warm_basis_step``), start with
+    Fischer–Burmeister.
     """
     margin, thr, slip_v, beta = params[0], params[1], params[2], params[3]
     tol_rel, max_it, pivot_tol = params[4], int(params[5]), params[6]
@@ -148,6 +178,7 @@ def acceleration_lcp_kernel(G_all, b_all, vc_all, phi_all, mu_all, e_all, dt, D,
     d = D.shape[1]
     width = 2 + d
     stats[:] = 0.0
+    f_all[:, :] = 0.0
     rows_out[:, :] = 0.0
     impacting_all[:] = False
     idx = candidates(phi_all, vc_all, dt, margin)
@@ -250,15 +281,14 @@ def acceleration_lcp_kernel(G_all, b_all, vc_all, phi_all, mu_all, e_all, dt, D,
                             k += 1
                 solved = False
                 res = 0.0
-                if same:
+                if same and try_basis:
                     zb = np.empty(n)
-                    ok, _ = basis_solve(A, q, zmask, zb, w)
+                    ok, _, res = pivoting_basis_solve(A, q, zmask, zb, w, tol, MAX_FLIPS)
                     if ok:
-                        res = _fb_norm(A, q, zb)
-                        if res <= tol:
-                            solved = True
-                            z[:] = zb
-                            stats[8] = 1.0
+                        solved = True
+                        z[:] = zb
+                        stats[8] = 1.0
+                try_basis = True  # a slide → stick re-solve has a new basis
                 if not solved:
                     zmask[:] = False
                     st, its, res = fischer_burmeister_kernel(A, q, z, tol, max_it, 30, 1e-4,

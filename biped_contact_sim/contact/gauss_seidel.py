@@ -255,26 +255,28 @@ _GS_STATS = ("candidates", "system_size", "impacts", "impact_failures", "solver_
 
 
 @njit(cache=True)
-def gauss_seidel_from_packed(W, m, nv, nj, idx, drift, vc_all, phi_all, mu_all, dt, params,
-                             warm_keys, warm_rows, keys, f, active, rows, stats):
-    """``gauss_seidel_contact_kernel`` on ``packed_delassus(W, m, nv, nj, idx, drift)`` (the
-    Delassus operator and b made and used in one call)."""
-    G, b = packed_delassus(W, m, nv, nj, idx, drift)
+def gauss_seidel_from_packed(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, params,
+                             warm_keys, warm_rows, ids, f, active, keys, rows, stats):
+    """``gauss_seidel_contact_kernel`` on ``packed_delassus(W, m, nv, nj, all points, drift)``
+    (the Delassus operator and b made and used in one call)."""
+    G, b = packed_delassus(W, m, nv, nj, np.arange(m), drift)
     gauss_seidel_contact_kernel(G, b, vc_all, phi_all, mu_all, dt, params, warm_keys,
-                                warm_rows, keys, f, active, rows, stats)
+                                warm_rows, ids, f, active, keys, rows, stats)
 
 
 @njit(cache=True)
 def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, params, warm_keys,
-                                warm_rows, keys_all, f_all, active_all, rows_out, stats):
+                                warm_rows, keys_all, f_all, active_all, keys_out, rows_out,
+                                stats):
     """Steps 1–3 of the module docstring (compiled), from the Delassus matrix ``G_all`` and
     free acceleration ``b_all`` over all m_all points.
 
     ``params`` = (margin, e, v_thr, β, tolerance, max_sweeps, ω, pivot_tol, residual_tol,
     warm_start). Warm start: the forces stored under ``warm_keys`` (``warm_rows``) for the
-    points' ``keys_all``. Writes the forces ``f_all`` (m_all, 3) and ``active_all`` of every
-    point, the step-3 forces into ``rows_out`` (m_all, 3: the next warm start) and ``stats``
-    in the order of ``_GS_STATS``.
+    points' ``keys_all``. Writes the forces ``f_all`` (m_all, 3, zero on entry) and
+    ``active_all`` of every point, the step-3 forces into ``rows_out`` (m_all, 3: the next warm
+    start) under ``keys_out`` (a copy of ``keys_all``) and ``stats`` in the order of
+    ``_GS_STATS``.
     """
     margin, e_r, threshold, beta, tol = params[0], params[1], params[2], params[3], params[4]
     max_sweeps, omega, pivot_tol = int(params[5]), params[6], params[7]
@@ -283,26 +285,32 @@ def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, param
     m = idx.shape[0]
     stats[:] = 0.0
     rows_out[:, :] = 0.0
+    active_all[:] = False
+    keys_out[:] = keys_all
     if m == 0:
         return
     max_pivots = max(10, 10 * m * m)  # solvers.lemke.default_max_pivots
-    G = np.empty((3 * m, 3 * m))
-    b = np.empty(3 * m)
     keys = np.empty(m, dtype=np.int64)
     for a in range(m):
         keys[a] = keys_all[idx[a]]
-        for r in range(3):
-            b[3 * a + r] = b_all[3 * idx[a] + r]
-            for c in range(m):
-                for s in range(3):
-                    G[3 * a + r, 3 * c + s] = G_all[3 * idx[a] + r, 3 * idx[c] + s]
-    vc = np.empty((m, 3))
-    phi = np.empty(m)
-    for a in range(m):
-        i = idx[a]
-        phi[a] = phi_all[i]
-        for r in range(3):
-            vc[a, r] = vc_all[i, r]
+    if m == phi_all.shape[0]:  # every point a candidate (a standing robot): no copies
+        G, b, vc, phi = G_all, b_all, vc_all, phi_all
+    else:
+        G = np.empty((3 * m, 3 * m))
+        b = np.empty(3 * m)
+        for a in range(m):
+            for r in range(3):
+                b[3 * a + r] = b_all[3 * idx[a] + r]
+                for c in range(m):
+                    for s in range(3):
+                        G[3 * a + r, 3 * c + s] = G_all[3 * idx[a] + r, 3 * idx[c] + s]
+        vc = np.empty((m, 3))
+        phi = np.empty(m)
+        for a in range(m):
+            i = idx[a]
+            phi[a] = phi_all[i]
+            for r in range(3):
+                vc[a, r] = vc_all[i, r]
     e = np.full(m, e_r)
     vc1 = np.empty((m, 3))
     p_imp = np.empty(m)
@@ -325,7 +333,15 @@ def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, param
     stats[3] = 1.0 if code > 0 else 0.0
     pos = np.empty(m, dtype=np.int64)
     match_keys(warm_keys, keys, pos)
-    Gs = np.empty((3 * k, 3 * k))
+    if k == m:  # every candidate kept (no rebound): G itself
+        Gs = G
+    else:
+        Gs = np.empty((3 * k, 3 * k))
+        for a in range(k):
+            for r in range(3):
+                for bb in range(k):
+                    for s in range(3):
+                        Gs[3 * a + r, 3 * bb + s] = G[3 * keep[a] + r, 3 * keep[bb] + s]
     c = np.empty(3 * k)
     f = np.zeros(3 * k)
     mus = np.empty(k)
@@ -334,10 +350,6 @@ def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, param
         mus[a] = mu_all[idx[i]]
         for r in range(3):
             ra = 3 * a + r
-            for bb in range(k):
-                j = keep[bb]
-                for s in range(3):
-                    Gs[ra, 3 * bb + s] = G[3 * i + r, 3 * j + s]
             c[ra] = dt * b[3 * i + r] + vc1[i, r]
             if warm and pos[i] >= 0:
                 f[ra] = dt * warm_rows[pos[i], r]  # impulse of the stored force
@@ -428,6 +440,10 @@ class GaussSeidelContact(ContactModel):
     def reset(self, n_points: int) -> None:
         # Warm start: the last committed step-3 forces, per contact id.
         self._warm = KeyedRows(3)
+        # The buffers the next step writes its warm-start rows into (swapped with the stored
+        # ones at each commit: no allocation per step).
+        self._spare = (np.empty(n_points, dtype=np.int64),
+                       np.empty((n_points, self._warm.width)))
         self._all = np.arange(n_points)
         s = self.settings  # as the kernel's parameter array
         self._params = np.array([s.margin, s.restitution, s.impact_velocity_threshold,
@@ -462,23 +478,31 @@ class GaussSeidelContact(ContactModel):
         m_all = phi.shape[0]
         if getattr(self, "_warm", None) is None or len(self._all) != m_all:
             self.reset(m_all)
+        # The outputs, new every step (the caller keeps the forces; the warm start keeps keys
+        # and rows). The Delassus matrix is made over every point: the kernel takes the
+        # candidates out of it (for the few points of a sole this costs less than selecting
+        # them first) and copies the contact ids into ``keys`` (``contact_keys`` of all points).
         f = np.zeros((m_all, 3))
-        active = np.zeros(m_all, dtype=bool)
+        active = np.empty(m_all, dtype=np.bool_)
         stats = np.empty(len(_GS_STATS))
-        # The Delassus matrix over every point: the kernel takes the candidates out of it (for
-        # the few points of a sole this costs less than selecting them first).
-        keys = contact_keys(state, self._all)
-        rows = np.empty((m_all, 3))
-        vc, packed = np.ascontiguousarray(state.vc), state.packed
+        keys, rows = self._spare  # this step's warm-start rows: the buffers not in use
+        ids = getattr(state, "ids", None)
+        ids = self._all if ids is None else ids
+        vc, packed, warm = np.ascontiguousarray(state.vc), state.packed, self._warm
         if packed is not None:  # G and b in the same compiled call
-            gauss_seidel_from_packed(*packed, self._all, self.settings.drift_term, vc, phi,
-                                     state.mu, state.dt, self._params, self._warm.keys,
-                                     self._warm.rows, keys, f, active, rows, stats)
+            gauss_seidel_from_packed(*packed, self.settings.drift_term, vc, phi, state.mu,
+                                     state.dt, self._params, warm.keys, warm.rows, ids, f,
+                                     active, keys, rows, stats)
         else:
             G, b = state.delassus(self._all, self.settings.drift_term)  # b_v without drift
             gauss_seidel_contact_kernel(G, b, vc, phi, state.mu, state.dt, self._params,
-                                        self._warm.keys, self._warm.rows, keys, f, active,
-                                        rows, stats)
+                                        warm.keys, warm.rows, ids, f, active, keys, rows, stats)
         if commit:  # warm start from the step-3 forces only (impacts are not persistent)
-            self._warm.store(keys, rows)
+            # KeyedRows.store without its conversions; the rows it held become the spare (the
+            # model's own arrays: nothing else keeps them).
+            if len(warm.keys) == m_all:
+                self._spare = warm.keys, warm.rows
+            else:
+                self._spare = np.empty(m_all, dtype=np.int64), np.empty_like(rows)
+            warm.keys, warm.rows = keys, rows
         return ContactResult(f, active, Stats(self.stat_names, stats))

@@ -161,14 +161,20 @@ class PenaltyFLContact(ContactModel):
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
         """Eqs. 17–20 (with the active set) by the compiled kernels ``penalty_from_packed`` /
         ``penalty_from_delassus``."""
+        m = len(state.phi)
+        # The outputs are made here: an array returned from a compiled function costs more
+        # to box than one allocated by numpy.
+        f = np.zeros((m, 3))
+        active = np.empty(m, dtype=np.bool_)
+        stats = np.empty(len(self.stat_names))
         packed = state.packed
         if packed is not None:
-            f, active, stats = penalty_from_packed(*packed, state.phi, state.vc, state.mu,
-                                                   self._params)
+            penalty_from_packed(*packed, state.phi, state.vc, state.mu, self._params, f, active,
+                                stats)
         else:
-            G, b = state.delassus(np.arange(state.n_points))
-            f, active, stats = penalty_from_delassus(G, b, state.phi, state.vc, state.mu,
-                                                     self._params)
+            G, b = state.delassus(np.arange(m))
+            penalty_from_delassus(G, b, state.phi, state.vc, state.mu, self._params, f, active,
+                                  stats)
         return ContactResult(f, active, Stats(self.stat_names, stats))
 
     def compute_reference(self, state: ContactState, commit: bool = True) -> ContactResult:
@@ -259,42 +265,52 @@ class PenaltyFLContact(ContactModel):
 def pivoted_cholesky(G, tol):
     """Upper pivoted Cholesky ``G[π][:, π] = Uᵀ U`` (LAPACK ``dpstrf``'s decomposition): at each
     step the largest diagonal of the remaining Schur complement is the pivot (first one on
-    ties); it stops when that pivot is ≤ tol. Right-looking on the upper triangle (the trailing
-    update runs over contiguous rows): the same factor as dpstrf up to round-off.
+    ties); it stops when that pivot is ≤ tol.
+
+    Left-looking (as LAPACK's blocked dpstrf): row j of U is formed when it is needed,
+    ``U[j, c] = (G[π_j, π_c] − Σ_{k<j} U[k, j] U[k, c]) / U[j, j]``, and only the diagonal of the
+    Schur complement is kept up to date for the pivot choice. On a rank-k G this touches k rows
+    instead of updating the whole trailing matrix k times (the biped's 24×24 G has rank 12),
+    and each sum runs over k in the same order as the right-looking update, so the factor is
+    the same to the last bit.
 
     Returns:
         U (n, n) (rows ≥ rank are zero), π (n,), rank.
     """
     n = G.shape[0]
-    S = G.copy()  # trailing Schur complement, upper triangle of S[j:, j:]
     U = np.zeros((n, n))
     perm = np.arange(n)
+    diag = np.empty(n)  # diagonal of the Schur complement, in pivoted order
+    for i in range(n):
+        diag[i] = G[i, i]
     rank = n
     for j in range(n):
         best, p = -np.inf, j
         for i in range(j, n):
-            if S[i, i] > best:
-                best, p = S[i, i], i
+            if diag[i] > best:
+                best, p = diag[i], i
         if not best > tol:  # also NaN
             rank = j
             break
-        if p != j:  # symmetric swap of j and p in upper storage (as dpstf2)
-            S[p, p] = S[j, j]
-            for k in range(j + 1, p):
-                S[j, k], S[k, p] = S[k, p], S[j, k]
-            for k in range(p + 1, n):
-                S[j, k], S[p, k] = S[p, k], S[j, k]
+        if p != j:  # the symmetric swap of j and p: only U's finished rows hold them
+            diag[j], diag[p] = diag[p], diag[j]
+            perm[j], perm[p] = perm[p], perm[j]
             for k in range(j):
                 U[k, j], U[k, p] = U[k, p], U[k, j]
-            perm[j], perm[p] = perm[p], perm[j]
         ujj = np.sqrt(best)
         U[j, j] = ujj
+        pj = perm[j]
         for c in range(j + 1, n):
-            U[j, c] = S[j, c] / ujj
-        for r in range(j + 1, n):
-            u = U[j, r]
-            for c in range(r, n):
-                S[r, c] -= u * U[j, c]
+            U[j, c] = G[pj, perm[c]]
+        for k in range(j):
+            ukj = U[k, j]
+            if ukj != 0.0:  # subtracting 0·x changes nothing: skipping it is exact
+                for c in range(j + 1, n):
+                    U[j, c] -= ukj * U[k, c]
+        for c in range(j + 1, n):
+            u = U[j, c] / ujj
+            U[j, c] = u
+            diag[c] -= u * u
     return U, perm, rank
 
 
@@ -353,57 +369,49 @@ def min_norm_kernel(G, r, rtol):
     if n == 0 or not scale > 0.0:
         return x, 0, np.sqrt(np.sum(r * r))
     U, perm, k = pivoted_cholesky(G, rtol * scale)
-    # B = U_kᵀ (n × k): x_π = B (BᵀB)⁻¹ (BᵀB)⁻¹ Bᵀ r_π (U_k is upper trapezoidal: U[a, j] = 0
-    # for j < a); with k = n this is U⁻¹ U⁻ᵀ r_π.
-    C = np.empty((k, k))
-    for a in range(k):
-        for c in range(a, k):
-            s = 0.0
-            for j in range(c, n):
-                s += U[a, j] * U[c, j]
-            C[a, c] = s
-            C[c, a] = s
-    y = np.empty(k)
-    for a in range(k):
-        s = 0.0
-        for j in range(a, n):
-            s += U[a, j] * r[perm[j]]
-        y[a] = s
-    L, ok = _cholesky(C)
+    # B = U_kᵀ (n × k): x_π = B (BᵀB)⁻¹ (BᵀB)⁻¹ Bᵀ r_π; with k = n this is U⁻¹ U⁻ᵀ r_π. The
+    # products go to BLAS (loops this short cost more in loop overhead than in arithmetic).
+    Uk = U[:k]
+    rp = np.empty(n)
+    for j in range(n):
+        rp[j] = r[perm[j]]
+    L, ok = _cholesky(Uk @ Uk.T)
     if not ok:  # the rank decision was too optimistic: the SVD route
         x = np.linalg.pinv(G, rcond=rtol) @ r
     else:
-        w = _cholesky_solve(L, _cholesky_solve(L, y))
+        xp = Uk.T @ _cholesky_solve(L, _cholesky_solve(L, Uk @ rp))
         for j in range(n):
-            s = 0.0
-            for a in range(min(k, j + 1)):
-                s += U[a, j] * w[a]
-            x[perm[j]] = s
+            x[perm[j]] = xp[j]
+    Gx = G @ x
     res = 0.0
     for i in range(n):
-        d = -r[i]
-        for j in range(n):
-            d += G[i, j] * x[j]
-        res += d * d
+        res += (Gx[i] - r[i]) ** 2
     return x, k, np.sqrt(res)
 
 
 @njit(cache=True, error_model="numpy")
-def penalty_from_packed(W, m, nv, nj, phi, vc, mu, params):
+def penalty_from_packed(W, m, nv, nj, phi, vc, mu, params, f, active, stats):
     """``penalty_forces`` with ``G = X_Aᵀ X_A`` and ``b = J_c,A a_free + γ_c,A`` formed for the
-    active set A only, from the simulator's buffer (``ContactState.packed``)."""
+    active set A only, from the simulator's buffer (``ContactState.packed``). Writes the forces
+    ``f`` (m, 3, zero on entry), ``active`` (m,) and ``stats``."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
-    act = phi <= params[3]
-    idx = np.flatnonzero(act)
+    for i in range(phi.shape[0]):
+        active[i] = phi[i] <= params[3]
+    idx = np.flatnonzero(active)
     G, b = delassus_from_factor(X, Jc, af, gc, idx)
-    return _scatter(penalty_forces(G, b, phi[idx], vc[idx], mu[idx], params), idx, act)
+    if idx.shape[0] == phi.shape[0]:  # every point active (a standing robot): no copies
+        _scatter(penalty_forces(G, b, phi, vc, mu, params), idx, f, stats)
+    else:
+        _scatter(penalty_forces(G, b, phi[idx], vc[idx], mu[idx], params), idx, f, stats)
 
 
 @njit(cache=True, error_model="numpy")
-def penalty_from_delassus(G, b, phi, vc, mu, params):
-    """``penalty_forces`` from the Delassus operator and free acceleration of all points."""
-    act = phi <= params[3]
-    idx = np.flatnonzero(act)
+def penalty_from_delassus(G, b, phi, vc, mu, params, f, active, stats):
+    """``penalty_forces`` from the Delassus operator and free acceleration of all points
+    (outputs as ``penalty_from_packed``)."""
+    for i in range(phi.shape[0]):
+        active[i] = phi[i] <= params[3]
+    idx = np.flatnonzero(active)
     k = idx.shape[0]
     Ga = np.empty((3 * k, 3 * k))
     ba = np.empty(3 * k)
@@ -412,18 +420,17 @@ def penalty_from_delassus(G, b, phi, vc, mu, params):
         ba[r] = b[ir]
         for c in range(3 * k):
             Ga[r, c] = G[ir, 3 * idx[c // 3] + c % 3]
-    return _scatter(penalty_forces(Ga, ba, phi[idx], vc[idx], mu[idx], params), idx, act)
+    _scatter(penalty_forces(Ga, ba, phi[idx], vc[idx], mu[idx], params), idx, f, stats)
 
 
 @njit(cache=True, error_model="numpy")
-def _scatter(out, idx, act):
-    fa, stats = out
-    f = np.zeros((act.shape[0], 3))
+def _scatter(out, idx, f, stats):
+    fa, st = out
     for t in range(idx.shape[0]):
         f[idx[t], 0] = fa[t, 0]
         f[idx[t], 1] = fa[t, 1]
         f[idx[t], 2] = fa[t, 2]
-    return f, act, stats
+    stats[:] = st
 
 
 @njit(cache=True, error_model="numpy")
@@ -449,6 +456,9 @@ def _reduced_solve(G, rhs, keep, sliding, d, mu, rtol):
             any_sliding = True
         else:
             n += 3
+    if k == a and not any_sliding:  # the first solve: M = G and r = rhs, no copy needed
+        x, rank, residual = min_norm_kernel(G, rhs, rtol)
+        return x.reshape((a, 3)), rank, residual
     M = np.empty((n, n))
     r = np.empty(n)
     for t in range(k):

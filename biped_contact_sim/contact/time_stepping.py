@@ -61,7 +61,10 @@ Solving (``time_stepping_kernel``):
 1. Warm start: the complementary basis of the previous step (stored per contact id) is
    re-solved on the new data, ``A_BB z_B = −q_B``; if that answer solves the LCP to the
    residual tolerance (``residual_tol``·‖q‖∞, the same test as Lemke's) it is taken. In steady
-   contact the basis rarely changes, and this replaces the pivoting by one linear solve.
+   contact the basis rarely changes, and this replaces the pivoting by one linear solve; only
+   the basis's block of A is formed for it (``warm_basis_solve``; a Cholesky solve when no
+   point of the basis slides: the block is then symmetric positive definite), the whole A only
+   when the warm basis fails.
 2. Lemke (lexicographic, compiled; ``solvers.lemke``), from scratch.
 3. If Lemke fails (a ray, the pivot cap, or ``inaccurate``: counted by cause in
    ``ray_terminations``, ``pivot_caps``, ``inaccurate``), the second method: the
@@ -77,34 +80,26 @@ Solving (``time_stepping_kernel``):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from biped_contact_sim.contact.base import (
     ContactModel,
     ContactResult,
     ContactState,
     Stats,
-    packed_delassus,
     positive,
 )
-from biped_contact_sim.contact.gauss_seidel import (
-    candidates,
-    contact_keys,
-    gather_contacts,
-    normal_bias,
-    positive_count,
-    unit_interval,
+from biped_contact_sim.contact.gauss_seidel import normal_bias, positive_count, unit_interval
+from biped_contact_sim.contact.time_stepping_kernel import (
+    TS_STATS,
+    time_stepping_from_packed,
+    time_stepping_kernel,
 )
 from biped_contact_sim.errors import ConfigError
-from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
-from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
 from biped_contact_sim.solvers.lemke import RESIDUAL_TOL
-from biped_contact_sim.solvers.lemke_kernel import basis_solve, lcp_residual, lemke_kernel
-from biped_contact_sim.solvers.warm_start import KeyedRows, basic_flags, match_keys
+from biped_contact_sim.solvers.warm_start import KeyedRows
 
 DIRECTIONS = (4, 8)
 
@@ -128,197 +123,6 @@ def polyhedral_maps(m: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return N, T, E
 
 
-@njit(cache=True)
-def build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q):
-    """The LCP ``(A, q)`` of the module docstring (``TimeSteppingContact.lcp``), compiled.
-
-    ``G`` (3m, 3m), ``b`` (3m,), ``vc`` (m, 3), ``phi``/``mu`` (m,), ``D`` (2, d); ``eps`` is
-    the absolute regularisation. Fills A (m(2+d), m(2+d)) and q.
-    """
-    m = phi.shape[0]
-    d = D.shape[1]
-    nb = m + m * d  # impulse unknowns p_n, β
-    A[:, :] = 0.0
-    # Tangential rows of G mapped by D: GD[r, i*d + j] = G[r, 3i:3i+2]·d_j (contact rows r).
-    GD = np.empty((3 * m, m * d))
-    for r in range(3 * m):
-        for i in range(m):
-            g0, g1 = G[r, 3 * i], G[r, 3 * i + 1]
-            for j in range(d):
-                GD[r, i * d + j] = g0 * D[0, j] + g1 * D[1, j]
-    for i in range(m):
-        for k in range(m):
-            A[i, k] = G[3 * i + 2, 3 * k + 2]
-        for c in range(m * d):
-            A[i, m + c] = GD[3 * i + 2, c]
-        for j in range(d):
-            row = m + i * d + j
-            for k in range(m):
-                A[row, k] = D[0, j] * G[3 * i, 3 * k + 2] + D[1, j] * G[3 * i + 1, 3 * k + 2]
-            for c in range(m * d):
-                A[row, m + c] = D[0, j] * GD[3 * i, c] + D[1, j] * GD[3 * i + 1, c]
-            A[row, nb + i] = 1.0
-            A[nb + i, m + i * d + j] = -1.0
-        A[nb + i, i] = mu[i]
-    for r in range(nb):
-        A[r, r] += eps
-    for i in range(m):
-        vf0 = vc[i, 0] + dt * b[3 * i]
-        vf1 = vc[i, 1] + dt * b[3 * i + 1]
-        vfn = vc[i, 2] + dt * b[3 * i + 2]
-        ph = phi[i]
-        q[i] = vfn + (max(ph, 0.0) + beta * min(ph, 0.0)) / dt
-        for j in range(d):
-            q[m + i * d + j] = D[0, j] * vf0 + D[1, j] * vf1
-        q[nb + i] = 0.0
-
-
-# Statistics of one time_stepping step, in the order of the kernel's stats array.
-_TS_STATS = ("candidates", "system_size", "solver_iterations", "warm_starts",
-             "ray_terminations", "pivot_caps", "inaccurate", "fb_solves", "fallbacks",
-             "solver_failures", "residual")
-# How the LCP was solved (the kernel's return code).
-_WARM, _LEMKE, _FB, _FALLBACK = 0, 1, 2, 3
-
-
-@njit(cache=True)
-def time_stepping_from_packed(W, m, nv, nj, idx, vc_all, phi_all, mu_all, dt, D, params,
-                              warm_keys, warm_rows, keys, f, rows, stats):
-    """``time_stepping_kernel`` on ``packed_delassus(W, m, nv, nj, idx, False)`` (b_v: the
-    drift is not part of J_c v⁺) in one call."""
-    G, b = packed_delassus(W, m, nv, nj, idx, False)
-    time_stepping_kernel(G, b, vc_all, phi_all, mu_all, dt, D, params, warm_keys, warm_rows,
-                         keys, f, rows, stats)
-
-
-@njit(cache=True)
-def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, warm_keys,
-                         warm_rows, keys_all, f_all, rows_out, stats):
-    """The solve of the module docstring (steps 1–4), compiled, over all m_all points.
-
-    ``params`` = (margin, β_s, ε_r, pivot_tol, max_pivots (0: 10·n²), residual_tol,
-    fb_max_iterations, gs_tolerance, gs_max_sweeps, warm_start). A warm-start row per contact
-    (``2 + d`` values, then as many basis flags) holds its ``(p_n, β, λ)`` and whether each was
-    basic; ``rows_out`` (m_all, 2(2 + d)) receives this step's. Writes the forces ``f_all``
-    (m_all, 3) and ``stats`` (order of ``_TS_STATS``); returns how the LCP was solved.
-    """
-    margin, beta, eps_r, pivot_tol = params[0], params[1], params[2], params[3]
-    max_pivots, residual_tol, fb_max = int(params[4]), params[5], int(params[6])
-    gs_tol, gs_max, warm = params[7], int(params[8]), params[9] != 0.0
-    d = D.shape[1]
-    width = 2 + d
-    stats[:] = 0.0
-    rows_out[:, :] = 0.0
-    idx = candidates(phi_all, vc_all, dt, margin)
-    m = idx.shape[0]
-    if m == 0:
-        return -1
-    n = m * width
-    if max_pivots <= 0:
-        max_pivots = max(10, 10 * n * n)  # solvers.lemke.default_max_pivots
-    G, b, vc, phi, mu, diag = gather_contacts(idx, G_all, b_all, vc_all, phi_all, mu_all)
-    eps = eps_r * max(diag / (3 * m), 0.0)
-    A = np.empty((n, n))
-    q = np.empty(n)
-    build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q)
-    stats[0] = m
-    stats[1] = n
-    # Warm start (per contact id): the previous z and basis, if every candidate has one.
-    pos = np.empty(m, dtype=np.int64)
-    keys = np.empty(m, dtype=np.int64)
-    for a in range(m):
-        keys[a] = keys_all[idx[a]]
-    found = match_keys(warm_keys, keys, pos) if warm else 0
-    z_warm = np.zeros(n)
-    mask_warm = np.zeros(n, dtype=np.bool_)
-    for a in range(m):
-        if pos[a] >= 0 and warm:
-            row = warm_rows[pos[a]]
-            z_warm[a] = row[0]
-            mask_warm[a] = row[width] != 0.0
-            for j in range(d):
-                z_warm[m + a * d + j] = row[1 + j]
-                mask_warm[m + a * d + j] = row[width + 1 + j] != 0.0
-            z_warm[m + m * d + a] = row[1 + d]
-            mask_warm[m + m * d + a] = row[width + 1 + d] != 0.0
-    qn = np.abs(q).max()
-    tol = residual_tol * qn
-    z = np.empty(n)
-    w = np.empty(n)
-    zmask = np.empty(n, dtype=np.bool_)
-    how = _LEMKE
-    res = 0.0
-    solved = False
-    if found == m:  # 1. the previous basis
-        ok, res = basis_solve(A, q, mask_warm, z, w)
-        if ok and res <= tol:
-            solved = True
-            how = _WARM
-            zmask[:] = mask_warm
-            stats[3] = 1.0
-    if not solved:  # 2. Lemke
-        status, pivots, res = lemke_kernel(A, q, np.ones(n), pivot_tol, max_pivots,
-                                           residual_tol, z, w, zmask)
-        stats[2] = pivots
-        if status == 0:
-            solved = True
-        else:
-            stats[3 + status] = 1.0  # ray_terminations, pivot_caps or inaccurate
-    if not solved:  # 3. Fischer–Burmeister from the previous solution
-        z[:] = z_warm
-        code, its, _ = fischer_burmeister_kernel(A, q, z, (2.0 - math.sqrt(2.0)) * tol,
-                                                 fb_max, 30, 1e-4, 0.5, w)
-        stats[2] += its
-        for k in range(n):
-            z[k] = max(z[k], 0.0)
-        basic_flags(z, zmask, (2.0 - math.sqrt(2.0)) * tol)
-        res = lcp_residual(A, q, z, w)
-        if code == 0 and res <= tol:
-            solved = True
-            how = _FB
-            stats[7] = 1.0
-    if solved:
-        stats[10] = res
-        for a in range(m):
-            i = idx[a]
-            p_n = z[a]
-            f_all[i, 2] = p_n / dt
-            ft0 = 0.0
-            ft1 = 0.0
-            row = rows_out[i]
-            row[0] = p_n
-            row[width] = 1.0 if zmask[a] else 0.0
-            for j in range(d):
-                bj = z[m + a * d + j]
-                ft0 += D[0, j] * bj
-                ft1 += D[1, j] * bj
-                row[1 + j] = bj
-                row[width + 1 + j] = 1.0 if zmask[m + a * d + j] else 0.0
-            row[1 + d] = z[m + m * d + a]
-            row[width + 1 + d] = 1.0 if zmask[m + m * d + a] else 0.0
-            f_all[i, 0] = ft0 / dt
-            f_all[i, 1] = ft1 / dt
-        return how
-    # 4. Friction kept: exact-cone Gauss–Seidel with the circle inscribed in the pyramid.
-    stats[8] = 1.0
-    c = np.empty(3 * m)
-    mus = np.empty(m)
-    shrink = math.cos(math.pi / d)
-    for a in range(m):
-        mus[a] = mu[a] * shrink
-        for r in range(3):
-            c[3 * a + r] = dt * b[3 * a + r] + vc[a, r]
-        ph = phi[a]
-        c[3 * a + 2] += (max(ph, 0.0) + beta * min(ph, 0.0)) / dt
-    P = np.zeros(3 * m)
-    v = np.empty(3 * m)
-    converged, sweeps, gres = gauss_seidel_kernel(G, c, mus, P, gs_tol, gs_max, 1.0, v)
-    stats[9] = 0.0 if converged else 1.0
-    stats[10] = gres
-    for a in range(m):
-        for r in range(3):
-            f_all[idx[a], r] = P[3 * a + r] / dt
-    return _FALLBACK
 
 
 @dataclass(frozen=True)
@@ -387,7 +191,7 @@ class TimeSteppingContact(ContactModel):
 
     name = "time_stepping"
     Settings = TimeSteppingSettings
-    stat_names = _TS_STATS
+    stat_names = TS_STATS
     integrators = ("semi_implicit_euler",)
     #: statistics that count events a user must be warned about
     warning_stats = ("ray_terminations", "pivot_caps", "inaccurate", "fallbacks",
@@ -399,6 +203,10 @@ class TimeSteppingContact(ContactModel):
         self._D = np.ascontiguousarray(friction_directions(s.directions))
         # Warm start per contact id: (p_n, β, λ) and their basis flags.
         self._warm = KeyedRows(2 * (2 + s.directions))
+        # The buffers the next step writes its warm-start rows into (swapped with the stored
+        # ones at each commit: no allocation per step).
+        self._spare = (np.empty(n_points, dtype=np.int64),
+                       np.empty((n_points, self._warm.width)))
         self._params = np.array([s.margin, s.stabilization, s.regularization, s.pivot_tol,
                                  s.max_pivots or 0, s.residual_tol, s.fb_max_iterations,
                                  s.fallback_tolerance, s.fallback_max_sweeps, s.warm_start],
@@ -444,19 +252,30 @@ class TimeSteppingContact(ContactModel):
         m_all = phi.shape[0]
         if getattr(self, "_warm", None) is None or len(self._all) != m_all:
             self.reset(m_all)
+        # The outputs, new every step (the caller keeps the forces; the warm start keeps keys
+        # and rows). The kernel copies the contact ids into ``keys`` (``contact_keys`` of all
+        # points) and computes the active set, cheaper there than by numpy calls here.
         f = np.zeros((m_all, 3))
-        stats = np.empty(len(_TS_STATS))
-        keys = contact_keys(state, self._all)
-        rows = np.empty((m_all, self._warm.width))
-        vc, packed = np.ascontiguousarray(state.vc), state.packed
+        active = np.empty(m_all, dtype=np.bool_)
+        stats = np.empty(len(TS_STATS))
+        keys, rows = self._spare  # this step's warm-start rows: the buffers not in use
+        ids = getattr(state, "ids", None)
+        ids = self._all if ids is None else ids
+        vc, packed, warm = np.ascontiguousarray(state.vc), state.packed, self._warm
         if packed is not None:  # G and b in the same compiled call
-            time_stepping_from_packed(*packed, self._all, vc, phi, state.mu, state.dt, self._D,
-                                      self._params, self._warm.keys, self._warm.rows, keys, f,
+            time_stepping_from_packed(*packed, vc, phi, state.mu, state.dt, self._D,
+                                      self._params, warm.keys, warm.rows, ids, f, active, keys,
                                       rows, stats)
         else:
             G, b = state.delassus(self._all, False)  # b_v: the drift is not part of J_c v⁺
             time_stepping_kernel(G, b, vc, phi, state.mu, state.dt, self._D, self._params,
-                                 self._warm.keys, self._warm.rows, keys, f, rows, stats)
+                                 warm.keys, warm.rows, ids, f, active, keys, rows, stats)
         if commit:
-            self._warm.store(keys, rows)
-        return ContactResult(f, f[:, 2] > 0.0, Stats(self.stat_names, stats))
+            # KeyedRows.store without its conversions; the rows it held become the spare (the
+            # model's own arrays: nothing else keeps them).
+            if len(warm.keys) == m_all:
+                self._spare = warm.keys, warm.rows
+            else:
+                self._spare = np.empty(m_all, dtype=np.int64), np.empty_like(rows)
+            warm.keys, warm.rows = keys, rows
+        return ContactResult(f, active, Stats(self.stat_names, stats))
