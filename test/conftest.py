@@ -1,4 +1,5 @@
-"""Test configuration: what test/ros needs, and the ``ros`` fixture of the node test suite.
+"""Test configuration: what test/ros needs, the ``ros`` fixture of the node test suite, and
+pinocchio's random generator seeded before every test.
 
 * test/ros/test_nodes_*.py (the node test suite: plain pytest + rclpy, node processes from the
   console entry points) need rclpy and the message packages: the ROS 2 Jazzy wheels that
@@ -32,6 +33,16 @@ elif _missing("launch_testing", "launch_ros"):
     collect_ignore_glob.append("ros/test_*_launch.py")
     print("test/ros/test_*_launch.py skipped: launch_testing/launch_ros not installed (they run "
           "under colcon test on a ROS 2 install; the node suite test/ros/test_nodes_*.py runs)")
+
+
+@pytest.fixture(autouse=True)
+def _seeded_pinocchio():
+    """Each test draws the same ``pin.randomConfiguration`` samples whatever ran before it
+    (pinocchio's generator is global to the process: without this a test's samples depend on
+    the tests run before it in the same process)."""
+    import pinocchio as pin
+
+    pin.seed(20261127)
 
 
 @pytest.fixture
