@@ -673,11 +673,12 @@ def accumulate_step(acc, phi, fc, vc_next, active, mu):
 @dataclass(frozen=True)
 class SimInfo:
     """What a ``RunResult`` from another process keeps of its simulator (the readers of
-    ``result.sim`` use dt, settings and terrain)."""
+    ``result.sim`` use dt, settings, terrain and the contact mode)."""
 
     dt: float
     settings: SimSettings
     terrain: Any
+    contacts: str
 
 
 @dataclass(frozen=True)
@@ -690,7 +691,8 @@ class BehaviorInfo:
 def _portable(result: RunResult) -> RunResult:
     """The result without the objects that hold pinocchio data (simulator, robot, behaviour),
     so that it pickles; ``run_parallel`` puts a robot back in the parent."""
-    result.sim = SimInfo(result.sim.dt, result.sim.settings, result.sim.terrain)
+    result.sim = SimInfo(result.sim.dt, result.sim.settings, result.sim.terrain,
+                         result.sim.contacts)
     result.robot = None
     name = getattr(result.behavior, "name", None)
     result.behavior = None if name is None else BehaviorInfo(name)
