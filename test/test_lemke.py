@@ -368,3 +368,33 @@ def test_captured_lcps_are_solved_to_the_tolerance_or_named():
             assert res.status in ("ray_termination", "max_pivots", "inaccurate"), (name, eps)
         if eps == 1e-6 and name.startswith("box"):
             assert res.converged, name  # the default regularisation makes these solvable
+
+
+def test_lu_solves_equal_numpy_and_refuse_singular_blocks():
+    """``lu_solve_inplace`` on the leading k × k block and ``lu_solve`` against numpy's solve;
+    an exactly singular block is refused (False), as is a non-finite result."""
+    from biped_contact_sim.solvers.lemke_kernel import basis_block, lu_solve, lu_solve_inplace
+
+    rng = np.random.default_rng(11)
+    for k in (1, 3, 12, 40):
+        M = rng.normal(size=(k + 2, k + 2))
+        y = rng.normal(size=k + 2)
+        expected = np.linalg.solve(M[:k, :k], y[:k])
+        work, out = M.copy(), y.copy()
+        assert lu_solve_inplace(work, out, k)
+        np.testing.assert_allclose(out[:k], expected, rtol=1e-9, atol=1e-12)
+        assert (out[k:] == y[k:]).all()  # only the block is touched
+        x = np.zeros(k)
+        assert lu_solve(M[:k, :k].copy(), y[:k].copy(), x)
+        np.testing.assert_allclose(x, expected, rtol=1e-9, atol=1e-12)
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    x = np.full(2, 7.0)
+    assert not lu_solve(singular, np.ones(2), x) and (x == 7.0).all()
+    # the basic block of a basis: rows and columns of the set, right-hand side −b_B
+    A = rng.normal(size=(5, 5))
+    b = rng.normal(size=5)
+    mask = np.array([True, False, True, True, False])
+    idx, block, rhs = basis_block(A, b, mask)
+    assert list(idx) == [0, 2, 3]
+    np.testing.assert_array_equal(block, A[np.ix_(idx, idx)])
+    np.testing.assert_array_equal(rhs, -b[idx])

@@ -25,42 +25,10 @@ import math
 import numpy as np
 from numba import njit
 
+from biped_contact_sim.solvers.lemke_kernel import lu_solve_inplace
+
 # Return codes of warm_basis_step.
 NOT_TRIED, SOLVED, FAILED = 0, 1, -1
-
-
-@njit(cache=True)
-def _lu_solve_inplace(M, y, k):
-    """Solve ``M[:k, :k] x = y[:k]`` in place (y ← x) by Gaussian elimination with partial
-    pivoting; M is overwritten. False when a pivot is zero or x is not finite."""
-    for c in range(k):
-        p = c
-        big = abs(M[c, c])
-        for i in range(c + 1, k):
-            if abs(M[i, c]) > big:
-                big = abs(M[i, c])
-                p = i
-        if big == 0.0:
-            return False
-        if p != c:
-            for j in range(c, k):
-                M[c, j], M[p, j] = M[p, j], M[c, j]
-            y[c], y[p] = y[p], y[c]
-        piv = M[c, c]
-        for i in range(c + 1, k):
-            f = M[i, c] / piv
-            if f != 0.0:
-                for j in range(c + 1, k):
-                    M[i, j] -= f * M[c, j]
-                y[i] -= f * y[c]
-    for i in range(k - 1, -1, -1):
-        y[i] /= M[i, i]
-        for j in range(i):
-            y[j] -= M[j, i] * y[i]
-    for i in range(k):
-        if not np.isfinite(y[i]):
-            return False
-    return True
 
 
 @njit(cache=True)
@@ -254,7 +222,7 @@ def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params
                 elif (v - na) // d == k:  # a λ row and a β column: −1 for the same point
                     M[a, c] = -1.0
                     M[c, a] = 1.0  # a β row and a λ column: 1 for the same point
-        if not _lu_solve_inplace(M, sol, kb):
+        if not lu_solve_inplace(M, sol, kb):
             break
         for v in range(n):
             zb[v] = 0.0

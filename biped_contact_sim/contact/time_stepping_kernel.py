@@ -18,7 +18,12 @@ from biped_contact_sim.contact.base import packed_delassus
 from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts
 from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
 from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
-from biped_contact_sim.solvers.lemke_kernel import lcp_residual, lemke_kernel, lu_solve
+from biped_contact_sim.solvers.lemke_kernel import (
+    basic_indices,
+    lcp_residual,
+    lemke_kernel,
+    lu_solve,
+)
 from biped_contact_sim.solvers.warm_start import basic_flags, match_keys
 
 
@@ -302,16 +307,7 @@ def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, w
     res = 0.0
     solved = False
     if found == m:  # 1. the previous basis, from its block of A only
-        k = 0
-        for i in range(n):
-            if mask_warm[i]:
-                k += 1
-        cols = np.empty(k, dtype=np.int64)
-        k = 0
-        for i in range(n):
-            if mask_warm[i]:
-                cols[k] = i
-                k += 1
+        cols = basic_indices(mask_warm)
         ok, res = warm_basis_solve(G, D, mu, eps, q, cols, z, w)
         if ok and res <= tol:
             solved = True

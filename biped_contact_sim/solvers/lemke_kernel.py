@@ -27,44 +27,83 @@ CONVERGED, RAY, MAX_PIVOTS, INACCURATE = 0, 1, 2, 3
 
 
 @njit(cache=True)
-def lu_solve(M, rhs, x):
-    """Solve ``M x = rhs`` by Gaussian elimination with partial pivoting (M, rhs copied).
-
-    Returns False (x untouched) when a pivot is exactly zero or the result is not finite.
-    ``solvers.lemke._lu_solve_numpy`` performs the same operations in the same order.
-    """
-    n = M.shape[0]
-    U = M.copy()
-    y = rhs.copy()
-    for k in range(n):
-        p = k
-        big = abs(U[k, k])
-        for i in range(k + 1, n):
-            if abs(U[i, k]) > big:
-                big = abs(U[i, k])
+def lu_solve_inplace(M, y, k):
+    """Solve ``M[:k, :k] x = y[:k]`` in place (y ← x; M overwritten) by Gaussian elimination
+    with partial pivoting. False when a pivot is exactly zero or x is not finite.
+    (A hand loop rather than LAPACK: the blocks are a few dozen unknowns, where numba's
+    ``np.linalg.solve`` costs more in its calls and copies than in the arithmetic.)"""
+    for c in range(k):
+        p = c
+        big = abs(M[c, c])
+        for i in range(c + 1, k):
+            if abs(M[i, c]) > big:
+                big = abs(M[i, c])
                 p = i
         if big == 0.0:
             return False
-        if p != k:
-            for j in range(k, n):
-                U[k, j], U[p, j] = U[p, j], U[k, j]
-            y[k], y[p] = y[p], y[k]
-        piv = U[k, k]
-        for i in range(k + 1, n):
-            f = U[i, k] / piv
+        if p != c:
+            for j in range(c, k):
+                M[c, j], M[p, j] = M[p, j], M[c, j]
+            y[c], y[p] = y[p], y[c]
+        piv = M[c, c]
+        for i in range(c + 1, k):
+            f = M[i, c] / piv
             if f != 0.0:  # subtracting 0·x changes nothing: skipping it is exact
-                for j in range(k + 1, n):
-                    U[i, j] -= f * U[k, j]
-                y[i] -= f * y[k]
-    for i in range(n - 1, -1, -1):  # column-oriented back substitution
-        y[i] /= U[i, i]
+                for j in range(c + 1, k):
+                    M[i, j] -= f * M[c, j]
+                y[i] -= f * y[c]
+    for i in range(k - 1, -1, -1):  # column-oriented back substitution
+        y[i] /= M[i, i]
         for j in range(i):
-            y[j] -= U[j, i] * y[i]
-    for i in range(n):
+            y[j] -= M[j, i] * y[i]
+    for i in range(k):
         if not np.isfinite(y[i]):
             return False
+    return True
+
+
+@njit(cache=True)
+def lu_solve(M, rhs, x):
+    """Solve ``M x = rhs`` (M, rhs copied; ``lu_solve_inplace``).
+
+    Returns False (x untouched) when a pivot is exactly zero or the result is not finite.
+    """
+    U = M.copy()
+    y = rhs.copy()
+    if not lu_solve_inplace(U, y, M.shape[0]):
+        return False
     x[:] = y
     return True
+
+
+@njit(cache=True)
+def basic_indices(zmask):
+    """The indices of the basic set ``B = {i : zmask_i}``, in order."""
+    k = 0
+    for i in range(zmask.shape[0]):
+        if zmask[i]:
+            k += 1
+    idx = np.empty(k, dtype=np.int64)
+    k = 0
+    for i in range(zmask.shape[0]):
+        if zmask[i]:
+            idx[k] = i
+            k += 1
+    return idx
+
+
+@njit(cache=True)
+def basis_block(A, b, zmask):
+    """``(B, A_BB, −b_B)`` of the basic set ``B = {i : zmask_i}``."""
+    idx = basic_indices(zmask)
+    k = idx.shape[0]
+    M = np.empty((k, k))
+    rhs = np.empty(k)
+    for a in range(k):
+        rhs[a] = -b[idx[a]]
+        for c in range(k):
+            M[a, c] = A[idx[a], idx[c]]
+    return idx, M, rhs
 
 
 @njit(cache=True)
@@ -90,23 +129,8 @@ def basis_solve(A, b, zmask, z, w):
     Fills z (clipped at 0) and ``w = A z + b``; returns ``(ok, residual)`` with ok False when
     ``A_BB`` is singular (z = 0 then) and ``residual = maxᵢ |min(zᵢ, wᵢ)|``.
     """
-    n = b.shape[0]
-    k = 0
-    for i in range(n):
-        if zmask[i]:
-            k += 1
-    idx = np.empty(k, dtype=np.int64)
-    k = 0
-    for i in range(n):
-        if zmask[i]:
-            idx[k] = i
-            k += 1
-    M = np.empty((k, k))
-    rhs = np.empty(k)
-    for a in range(k):
-        rhs[a] = -b[idx[a]]
-        for c in range(k):
-            M[a, c] = A[idx[a], idx[c]]
+    idx, M, rhs = basis_block(A, b, zmask)
+    k = idx.shape[0]
     zb = np.empty(k)
     z[:] = 0.0
     ok = lu_solve(M, rhs, zb)
@@ -303,22 +327,8 @@ def pivoting_basis_solve(A, b, zmask, z, w, tol, max_flips):
     flip_tol = 0.1 * tol
     res = np.inf
     for flips in range(max_flips + 1):
-        k = 0
-        for i in range(n):
-            if zmask[i]:
-                k += 1
-        idx = np.empty(k, dtype=np.int64)
-        k = 0
-        for i in range(n):
-            if zmask[i]:
-                idx[k] = i
-                k += 1
-        M = np.empty((k, k))
-        rhs = np.empty(k)
-        for a in range(k):
-            rhs[a] = -b[idx[a]]
-            for c in range(k):
-                M[a, c] = A[idx[a], idx[c]]
+        idx, M, rhs = basis_block(A, b, zmask)
+        k = idx.shape[0]
         sol = np.empty(k)
         if not lu_solve(M, rhs, sol):
             return False, flips, res
