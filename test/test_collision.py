@@ -15,10 +15,10 @@ from biped_contact_sim.sim.collision import (
     Detector,
     _alloc,
     collision_model,
-    finish_kernel,
     finish_reference,
     sole_studs,
 )
+from biped_contact_sim.sim.collision_kernels import finish_kernel
 from biped_contact_sim.sim.world import (
     available_worlds,
     build_world_model,

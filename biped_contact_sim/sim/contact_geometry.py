@@ -35,6 +35,13 @@ from biped_contact_sim.robot.kernels import (
     unpack,
 )
 from biped_contact_sim.sim.collision import (
+    CollisionSettings,
+    Contacts,
+    Detector,
+    collision_model,
+    stacked_views,
+)
+from biped_contact_sim.sim.collision_kernels import (
     F_COLS,
     F_FRAME,
     F_LOCAL1,
@@ -45,13 +52,8 @@ from biped_contact_sim.sim.collision import (
     I_BODY2,
     I_COLS,
     I_ID,
-    CollisionSettings,
-    Contacts,
-    Detector,
-    collision_model,
     detect_only,
     finish_into,
-    stacked_views,
     static_views,
     work_views,
 )

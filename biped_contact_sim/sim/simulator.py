@@ -42,15 +42,8 @@ from biped_contact_sim.robot.kernels import (
     points_views,
     step_terms,
 )
-from biped_contact_sim.sim.collision import (
-    F_COLS,
-    F_MU,
-    F_PT,
-    I_ID,
-    CollisionSettings,
-    Contacts,
-    stacked_views,
-)
+from biped_contact_sim.sim.collision import CollisionSettings, Contacts, stacked_views
+from biped_contact_sim.sim.collision_kernels import F_COLS, F_MU, F_PT, I_ID
 from biped_contact_sim.sim.contact_geometry import (
     GeometryContacts,
     detect_step,
