@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numba import njit
 
-from biped_contact_sim.solvers.lemke_kernel import lu_solve_inplace
+from biped_contact_sim.solvers.lemke_kernel import lu_solve_inplace, most_violated
 
 # Return codes of warm_basis_step.
 NOT_TRIED, SOLVED, FAILED = 0, 1, -1
@@ -270,13 +270,7 @@ def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params
         if flips == max_flips:
             break
         # pivoting_basis_solve's rule: the largest sign violation changes side
-        worst = -1
-        big = flip_tol
-        for v in range(n):
-            viol = -zb[v] if mask[v] else -w[v]
-            if viol > big:
-                big = viol
-                worst = v
+        worst = most_violated(zb, w, mask, flip_tol)
         if worst < 0:
             break
         mask[worst] = 1 - mask[worst]

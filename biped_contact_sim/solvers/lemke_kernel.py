@@ -305,6 +305,20 @@ def fb_residual(A, b, z, w):
 
 
 @njit(cache=True)
+def most_violated(zb, w, zmask, flip_tol):
+    """The unknown whose sign is violated most, by more than ``flip_tol`` (−1: none): a basic
+    ``zb_i < 0`` or a non-basic ``w_i < 0`` (``pivoting_basis_solve``'s pivot rule)."""
+    worst = -1
+    big = flip_tol
+    for i in range(zb.shape[0]):
+        viol = -zb[i] if zmask[i] else -w[i]
+        if viol > big:
+            big = viol
+            worst = i
+    return worst
+
+
+@njit(cache=True)
 def pivoting_basis_solve(A, b, zmask, z, w, tol, max_flips):
     """A guessed complementary basis ``zmask``, repaired by principal pivoting.
 
@@ -342,13 +356,7 @@ def pivoting_basis_solve(A, b, zmask, z, w, tol, max_flips):
             return True, flips, res
         if flips == max_flips:
             return False, flips, res
-        worst = -1
-        big = flip_tol
-        for i in range(n):
-            viol = -zb[i] if zmask[i] else -w[i]
-            if viol > big:
-                big = viol
-                worst = i
+        worst = most_violated(zb, w, zmask, flip_tol)
         if worst < 0:
             return False, flips, res
         zmask[worst] = not zmask[worst]
