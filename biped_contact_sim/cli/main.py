@@ -7,6 +7,7 @@
     biped-sim bench [--out DIR] [--steps N] [--loop-steps N] [--scenario NAME]
                     [--peer mujoco|none] [--smoke] [--scaling]
     biped-sim list
+    biped-sim warm-up [--jobs N]
     biped-sim --version
 
 Exit codes (``EXIT_*``): 0 success; 1 a run diverged (its outputs are still written,
@@ -230,6 +231,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="scenarios, contact models, controllers and every --set key "
                                 "with its default and meaning")
+
+    p_warm = sub.add_parser("warm-up", help="compile every numba kernel once for this machine",
+                            description="Compile (or find in numba's cache) every compiled "
+                                        "kernel of the package, in parallel, so that no run "
+                                        "waits on a compiler. make venv and the ROS package's "
+                                        "install run it; run it yourself after installing "
+                                        "with pip. NUMBA_CACHE_DIR chooses where the cache "
+                                        "goes (e.g. for a read-only install).")
+    p_warm.add_argument("--jobs", type=int, metavar="N",
+                        help="processes (default: every core)")
     return parser
 
 
@@ -244,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     progress.set_quiet(args.quiet)
-    commands = {"run": cmd_run, "compare": cmd_compare, "bench": cmd_bench, "list": cmd_list}
+    commands = {"run": cmd_run, "compare": cmd_compare, "bench": cmd_bench, "list": cmd_list,
+                "warm-up": cmd_warm_up}
     from biped_contact_sim.record.recorder import OutputError
 
     try:
@@ -264,6 +276,21 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     finally:
         progress.set_quiet(False)
+
+
+def cmd_warm_up(args: argparse.Namespace) -> int:
+    """``biped-sim warm-up``: every kernel compiled or found in numba's cache, one line per
+    module (``jit.warm_up``)."""
+    if args.jobs is not None and args.jobs < 1:
+        raise ConfigError(f"--jobs = {args.jobs} must be >= 1")
+    from biped_contact_sim import jit
+
+    report = None if args.quiet else print
+    if report:
+        report("biped-sim warm-up: compiling the numba kernels once for this machine "
+               f"(numba's cache: {jit.cache_location()})")
+    jit.warm_up(jobs=args.jobs, report=report)
+    return EXIT_OK
 
 
 class _StopOnSigint:
