@@ -289,7 +289,11 @@ def cmd_warm_up(args: argparse.Namespace) -> int:
     if report:
         report("biped-sim warm-up: compiling the numba kernels once for this machine "
                f"(numba's cache: {jit.cache_location()})")
-    jit.warm_up(jobs=args.jobs, report=report)
+    failed = [r["module"] for r in jit.warm_up(jobs=args.jobs, report=report) if "error" in r]
+    if failed:
+        print(f"error: kernels of {', '.join(failed)} failed to compile (above); they will "
+              "fail at first use too", file=sys.stderr)
+        return EXIT_DIVERGED
     return EXIT_OK
 
 
