@@ -6,6 +6,9 @@
     biped-sim compare [SCENARIO ...] --out DIR [--duration S] [--jobs N] [--set key=value ...]
     biped-sim bench [--out DIR] [--steps N] [--loop-steps N] [--scenario NAME]
                     [--peer mujoco|none] [--smoke] [--scaling]
+    biped-sim sweep STUDY.yaml [--out DIR] [--jobs N] [--executor local|ray] [--address A]
+                    [--resume] [--keep-runs]
+    biped-sim sweep report DIR
     biped-sim list
     biped-sim --version
 
@@ -228,6 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
                               "picks one), " + " and ".join(SCALING_MODELS)
                               + "; writes scaling.json and scaling.png")
 
+    from biped_contact_sim.cli import sweep  # light: no pinocchio, numba or matplotlib
+
+    sweep.add_parser(sub)
+
     sub.add_parser("list", help="scenarios, contact models, controllers and every --set key "
                                 "with its default and meaning")
     return parser
@@ -244,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     progress.set_quiet(args.quiet)
-    commands = {"run": cmd_run, "compare": cmd_compare, "bench": cmd_bench, "list": cmd_list}
+    commands = {"run": cmd_run, "compare": cmd_compare, "bench": cmd_bench, "list": cmd_list,
+                "sweep": cmd_sweep}
     from biped_contact_sim.record.recorder import OutputError
 
     try:
@@ -482,6 +490,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.scaling:
         return bench.scaling_command(args, recorder.write_summary)
     return bench.bench_command(args, recorder.write_summary)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """``biped-sim sweep``: a study on a process pool or a Ray cluster (cli/sweep.py)."""
+    from biped_contact_sim.cli import sweep
+
+    return sweep.command(args)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
