@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue as queue_module
 import socket
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -58,7 +57,9 @@ def _init_local(started, initializer: Callable[[], None] | None) -> None:
 
 
 def _call_local(fn: RowFn, index: int, config: dict[str, Any]) -> dict[str, Any]:
-    """Run ``fn`` in a pool worker, first saying which run this process starts."""
+    """Run ``fn`` in a pool worker, first saying which run this process starts (a
+    ``SimpleQueue`` writes to its pipe before ``put`` returns: the word is out even if the
+    process dies right after)."""
     if _started is not None:
         _started.put(index)
     return fn(config)
@@ -79,7 +80,7 @@ def run_local(fn: RowFn, configs: list[dict[str, Any]], jobs: int | None = None,
     for key, value in WORKER_ENV.items():  # spawned children inherit the environment
         os.environ.setdefault(key, value)
     while todo:
-        started_q = ctx.Queue()
+        started_q = ctx.SimpleQueue()
         started: set[int] = set()
         pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
                                    initializer=_init_local, initargs=(started_q, initializer))
@@ -103,9 +104,12 @@ def run_local(fn: RowFn, configs: list[dict[str, Any]], jobs: int | None = None,
             pool.shutdown(wait=True, cancel_futures=True)
         if broken:
             _drain(started_q, started)
+            # The runs that had started are the suspects; if none is known (the word lost),
+            # all of them count an attempt, so that the loop ends whatever happened.
+            suspects = started & set(todo) or set(todo)
             retry = []
             for index in todo:
-                if index in started:  # it was running when a worker died: a suspect
+                if index in suspects:  # it may have been running when a worker died
                     attempts[index] += 1
                     if attempts[index] >= MAX_ATTEMPTS:
                         yield index, Lost(f"the worker process died on each of "
@@ -116,11 +120,12 @@ def run_local(fn: RowFn, configs: list[dict[str, Any]], jobs: int | None = None,
 
 
 def _drain(q, into: set[int]) -> None:
-    while True:
-        try:
-            into.add(q.get_nowait())
-        except (queue_module.Empty, OSError, EOFError):
-            return
+    """Move the started run indices of a SimpleQueue into ``into``."""
+    try:
+        while not q.empty():
+            into.add(q.get())
+    except (OSError, EOFError):
+        return
 
 
 def _ray_call(fn: RowFn, config: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ MAX_COLUMNS = 3  # heat-map panels per row
 FAIL_OUTCOMES = {"fell": ("fell", "x", "tab:red"), "diverged": ("diverged", "v", "black"),
                  "error": ("failed", "s", "tab:gray")}
 ERROR_OUTCOMES = ("error", "refused", "lost")
+SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 
 def choose_axes(study: Study, rows: list[dict[str, Any]], spec: dict[str, Any]
@@ -81,12 +82,15 @@ def _lines(study, rows, kept, spec, x, series, series_values, label) -> Figure:
     positions = [(_tan_deg(v) if transform == "tan_deg" else float(v)) if numeric else i
                  for i, v in enumerate(xs)]
     marked: set[str] = set()
-    for s in series_values:
+    for k, s in enumerate(series_values):
         values = [_reduce([r.get(spec["metric"]) for r in kept
                            if _match(r, x, xv) and _match(r, series, s)], spec["reduce"])
                   for xv in xs]
-        line, = ax.plot(positions, values, marker="o", ms=4,
-                        label=None if s is None else f"{series} = {s}")
+        # Series that coincide stay visible: each its own marker, the first ones largest.
+        ax.plot(positions, [np.nan if v is None else v for v in values],
+                marker=SERIES_MARKERS[k % len(SERIES_MARKERS)],
+                ms=max(3.0, 9.0 - 1.5 * k), lw=1.2, mfc="none" if k % 2 else None,
+                label=None if s is None else f"{series} = {s}")
         for pos, xv, value in zip(positions, xs, values, strict=True):
             outcomes = _failures([r for r in rows if _match(r, x, xv) and _match(r, series, s)])
             for kind, count in outcomes.items():

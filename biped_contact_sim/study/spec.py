@@ -23,6 +23,7 @@ import hashlib
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,10 +169,25 @@ def load_study(path: str | Path) -> Study:
     except OSError as exc:
         raise StudyError(f"cannot read the study file {path}: {exc.strerror or exc}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = _exponent_floats(yaml.safe_load(text))
     except yaml.YAMLError as exc:
         raise StudyError(f"{path}: not valid YAML ({exc})") from exc
     return parse_study(data, source=str(path), default_name=path.stem)
+
+
+#: what YAML 1.1 (PyYAML) leaves a string although it is a number: 1e-6, 1.0e6 (no dot or no sign)
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+
+
+def _exponent_floats(value: Any) -> Any:
+    """The parsed YAML with exponent-notation strings read as floats (as ``--set`` does)."""
+    if isinstance(value, dict):
+        return {k: _exponent_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_exponent_floats(v) for v in value]
+    if isinstance(value, str) and _EXPONENT_FLOAT.match(value):
+        return float(value)
+    return value
 
 
 def parse_study(data: Any, source: str = "study", default_name: str = "study") -> Study:
