@@ -414,8 +414,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError(f"--jobs = {args.jobs} must be >= 1")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tasks = [(name, model, {"duration": args.duration, "sets": sets})
-             for name in scenarios for model in CONTACT_MODELS]
+    from biped_contact_sim.cli.sweep import compare_study
+
+    # A study preset (scenarios × every contact model); its runs keep their full results here,
+    # for the plots, rather than table rows.
+    tasks = [(c["scenario"], c["contact_model"], {"duration": c["duration"], "sets": c["sets"]})
+             for c in compare_study(scenarios, args.duration, sets).configs()]
     outcomes = iter(run_parallel(tasks, args.jobs, cost=compare_cost))
     rows, written = [], []
     for name in scenarios:
