@@ -338,7 +338,7 @@ def command(args: argparse.Namespace) -> int:
         raise ConfigError(f"{out} already holds a study ({table.JOURNAL}): pass --resume to "
                           "continue it, or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    (out / table.STUDY_COPY).write_text(Path(args.study).read_text())
+    _copy_study(Path(args.study), study.name, out / table.STUDY_COPY)
     done = journal.read()
     ids = [spec.run_id(c) for c in configs]
     todo = [c for c, i in zip(configs, ids, strict=True) if i not in done]
@@ -395,6 +395,18 @@ def report(out: Path, args: argparse.Namespace) -> int:
     return 0
 
 
+def _copy_study(source: Path, name: str, target: Path) -> None:
+    """The study file as run, for ``sweep report``: verbatim when it names itself, else with
+    its name (the source file's stem) written in, since the copy has another stem."""
+    import yaml
+
+    text = source.read_text()
+    data = yaml.safe_load(text)
+    if "name" not in data:
+        text = yaml.safe_dump({"name": name, **data}, sort_keys=False)
+    target.write_text(text)
+
+
 def _figure_spec(study: spec.Study, args: argparse.Namespace) -> dict[str, Any]:
     overrides = {k: getattr(args, k) for k in ("metric", "x", "y", "series", "reduce")
                  if getattr(args, k, None) is not None}
@@ -411,7 +423,11 @@ def _finish(study: spec.Study, rows: list[dict[str, Any]], out: Path,
         print(f"note: {note}", file=sys.stderr)
     from biped_contact_sim.study import figure
 
-    path = figure.draw(study, rows, figure_spec, png or out / table.FIGURE)
+    try:
+        path = figure.draw(study, rows, figure_spec, png or out / table.FIGURE)
+    except spec.StudyError as exc:  # the table is what matters; say why there is no figure
+        print(f"note: no figure: {exc}", file=sys.stderr)
+        path = None
     return [*written, *([path] if path is not None else [])]
 
 
