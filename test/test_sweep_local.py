@@ -154,7 +154,10 @@ def test_an_existing_study_folder_needs_resume(tmp_path, capsys):
     study = tmp_path / "one.yaml"
     study.write_text("scenario: ball\nduration: 0.01\naxes: {height: [0.1, 0.2]}\n")
     out = tmp_path / "out"
-    assert cli.main(["sweep", str(study), "--out", str(out), "--jobs", "1"]) == 0
+    assert cli.main(["sweep", str(study), "--out", str(out), "--jobs", "1", "--keep-runs"]) == 0
+    for row in read_csv(out / table.CSV):  # --keep-runs: each run's own outputs by its id
+        summary = json.loads((out / "runs" / row["run_id"] / "summary.json").read_text())
+        assert summary["params"]["height"] == float(row["height"])
     capsys.readouterr()
     assert cli.main(["sweep", str(study), "--out", str(out)]) == 2
     assert "--resume" in capsys.readouterr().err
