@@ -161,3 +161,14 @@ def test_shipped_studies_parse_and_resolve():
     for path in sorted((ROOT / "config" / "studies").glob("*.yaml")):
         study = load_study(path)
         assert resolve_configs(study), path
+
+
+def test_push_direction_turns_the_push_the_push_study_varies():
+    from biped_contact_sim.sim.scenarios import get_scenario
+
+    push = get_scenario("push")
+    force = {a: push.external(push.resolve({"push_direction_deg": a, "push_force": 10.0}))[0]
+             .force for a in (0.0, 90.0, 180.0, 135.0)}
+    assert force[90.0] == (0.0, 10.0, 0.0)  # the default: the lateral push, exactly as before
+    assert force[0.0] == (10.0, 0.0, 0.0) and force[180.0] == (-10.0, 0.0, 0.0)
+    assert force[135.0] == pytest.approx((-10.0 / 2**0.5, 10.0 / 2**0.5, 0.0))

@@ -189,7 +189,7 @@ def _push(params):
     angle = params["push_direction_deg"]
     quarter = angle / 90.0
     if quarter == round(quarter):
-        c, s = ((1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0))[int(round(quarter)) % 4]
+        c, s = ((1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0))[round(quarter) % 4]
     else:
         c, s = float(np.cos(np.radians(angle))), float(np.sin(np.radians(angle)))
     force = params["push_force"]
@@ -342,7 +342,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         biped=True, behavior="sway", contacts=GEOMETRY),
     Scenario(
         "push", "3-D biped standing under whole-body control, pushed on the pelvis (sideways by "
-        "default); must recover without a step or a lifting foot.", "biped3d", duration=4.0, dt=1e-3,
+        "default); must recover without a step or a lifting foot.", "biped3d", duration=4.0,
+        dt=1e-3,
         params={"mu": Param(0.8, "friction coefficient", lo=0.0),
                 "push_force": Param(50.0, "horizontal push on the pelvis [N]"),
                 "push_direction_deg": Param(90.0, "direction of the push from +x (forward) "
