@@ -210,10 +210,10 @@ def cache_location() -> str:
     explicit = os.environ.get("NUMBA_CACHE_DIR")
     if explicit:
         return explicit
-    from biped_contact_sim.robot import kernels as robot_kernels
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(robot_kernels.__file__)))
-    for disp in KERNELS.get(robot_kernels.__name__, []):
+    name = "biped_contact_sim.sim.world"  # any kernel module: they share one locator rule
+    module = importlib.import_module(name)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
+    for disp in KERNELS.get(name, []):
         path = disp.stats.cache_path
         if path.startswith(package):
             return f"__pycache__ folders under {package}"
