@@ -84,6 +84,7 @@ setup(
             "biped-sim = biped_contact_sim.cli.main:main",
             "simulator_node = biped_contact_sim.ros.entry:simulator",
             "controller_node = biped_contact_sim.ros.entry:controller",
+            "composed_node = biped_contact_sim.ros.entry:composed",
         ],
     },
 )
