@@ -20,7 +20,7 @@ from setuptools.command.install import install
 PACKAGE = "biped_contact_sim"
 # A wheel or egg being built (pip's PEP 517 backend runs "install" into a staging folder):
 # no warm-up there, it would compile into the archive's build tree.
-PACKAGING = {"bdist_wheel", "editable_wheel", "bdist_egg", "sdist", "dist_info", "egg_info"}
+PACKAGING = {"bdist_wheel", "editable_wheel", "bdist_egg", "sdist"}
 
 
 def warm_up(lib_dir: str) -> None:

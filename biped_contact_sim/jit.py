@@ -267,15 +267,18 @@ def warm_up(modules: Sequence[str] = KERNEL_MODULES, jobs: int | None = None,
     return done
 
 
-def load_imported() -> tuple[int, int]:
-    """Load every kernel of the kernel modules imported so far (a process that will run them
-    pays the cache loading up front, not in its first control period).
+def load_imported(prefixes: tuple[str, ...] = ("",)) -> tuple[int, int]:
+    """Load every kernel of the kernel modules imported so far whose name starts with one of
+    ``prefixes`` (a process that will run them pays the cache loading up front, not in its
+    first control period).
 
     Returns:
         (kernels, signatures compiled because they were not in the cache).
     """
     kernels = misses = 0
-    for disps in list(KERNELS.values()):
+    for module, disps in list(KERNELS.items()):
+        if not module.startswith(prefixes):
+            continue
         for disp in disps:
             before = sum(disp.stats.cache_misses.values())
             load(disp)

@@ -94,10 +94,11 @@ def declare_robot_parameters(node: Node) -> dict:
     return values
 
 
-def load_kernels(log: Callable[[str], None]) -> tuple[int, int]:
-    """Load the compiled kernels of the modules this node imported (``jit.load_imported``);
-    from now on ``log`` announces any kernel that compiles (``biped-sim warm-up`` did not run
-    on this machine, or a source changed since).
+def load_kernels(log: Callable[[str], None], prefixes: tuple[str, ...]) -> tuple[int, int]:
+    """Load the compiled kernels of the modules under ``prefixes`` (``jit.load_imported``:
+    the node's own, not every module it happens to import); from now on ``log`` announces any
+    kernel that compiles (``biped-sim warm-up`` did not run on this machine, or a source
+    changed since).
 
     Returns:
         (kernels, signatures compiled).
@@ -105,7 +106,7 @@ def load_kernels(log: Callable[[str], None]) -> tuple[int, int]:
     from biped_contact_sim import jit
 
     jit.set_compile_notice(log)
-    return jit.load_imported()
+    return jit.load_imported(prefixes)
 
 
 def optional_tf_broadcaster(node: Node):
