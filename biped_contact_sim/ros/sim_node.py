@@ -233,10 +233,10 @@ class SimulatorNode(Node):
             stamp, names, _, _, effort = self.command_reader.read(data)
             reason = self.session.command(stamp, names, effort)
         except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
-            reason = f"joint_torque_cmd could not be read: {exc}"
+            reason = self.session.reject(f"joint_torque_cmd could not be read: {exc}")
         if reason is not None:
-            self.get_logger().error(f"Rejected joint_torque_cmd: {reason}",
-                                    throttle_duration_sec=REJECT_LOG_PERIOD)
+            self.get_logger().error(f"Rejected joint_torque_cmd ({self.session.rejected} so "
+                                    f"far): {reason}", throttle_duration_sec=REJECT_LOG_PERIOD)
 
     def on_reset(self, request: Trigger.Request, response: Trigger.Response):
         self.session.reset()
