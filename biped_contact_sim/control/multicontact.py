@@ -235,12 +235,12 @@ class MultiContactBehavior(Behavior):
     """
 
     name = "multicontact"
-    # No torso task here: with the right hand on the panel it is nearly dependent on the tasks
-    # above it, and the prioritized solve, switching between its Cholesky and its truncated
-    # pseudo-inverse as a pivot crosses rcond, stepped the torques by 30–50 N·m for a step
-    # (the panel force dipped by 40 N); the two-arm reach does not need it.
-    controller_defaults: ClassVar[dict[str, dict[str, Any]]] = {
-        "wbc": {**HAND_SUPPORT, "kp_torso": 0.0}}
+    # The torso task is on (HAND_SUPPORT). With the right hand on the panel it is nearly
+    # dependent on the tasks above it; the prioritized solve used to switch between a
+    # Cholesky and a truncated pseudo-inverse as a pivot crossed rcond and stepped the torques
+    # by 30–50 N·m (the panel force dipped by 40 N), so it was off here; the damped solve
+    # (``linalg.damped_factors``) is continuous there.
+    controller_defaults: ClassVar[dict[str, dict[str, Any]]] = {"wbc": dict(HAND_SUPPORT)}
 
     def __init__(self, robot, q0, **params: Any):
         self.params = p = behavior_params("multicontact", MultiContactParams, params)

@@ -387,9 +387,10 @@ class WholeBodyController(Controller):
             n_hat = np.asarray(target.normal, float)
             n_hat = n_hat / math.sqrt(n_hat @ n_hat)
             par[k, wk.P_N:wk.P_N + 3] = n_hat
-            # the operational force −F n on the body pushes it into its surface
-            F, force_info[body.name] = self._normal_force(body, target, n_hat, meas, data)
-            par[k, wk.P_F] = -F
+            # F: the commanded reaction; the task applies the operational force −F n on the
+            # body (``task_torques``), pushing it into its surface
+            par[k, wk.P_F], force_info[body.name] = self._normal_force(body, target, n_hat,
+                                                                       meas, data)
             w = meas.wrenches.get(body.name)
             if w is not None and w[2] > 0.0:  # a known external force on the robot
                 par[k, wk.P_WR:wk.P_WR + 6] = w
