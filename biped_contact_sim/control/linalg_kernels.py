@@ -53,21 +53,50 @@ def cholesky(X, rcond, scale):  # pragma: no cover - compiled
 
 @kernel((F2, F2))
 def cho_solve(C, B):  # pragma: no cover - compiled
-    """X⁻¹ B for X = C Cᵀ (C lower), B of shape (n, m): forward and back substitution."""
+    """X⁻¹ B for X = C Cᵀ (C lower), B of shape (n, m): forward and back substitution, a row
+    of B at a time (contiguous inner loops)."""
     n, m = B.shape
     Y = B.copy()
-    for c in range(m):
-        for i in range(n):
-            s = Y[i, c]
-            for k in range(i):
-                s -= C[i, k] * Y[k, c]
-            Y[i, c] = s / C[i, i]
-        for i in range(n - 1, -1, -1):
-            s = Y[i, c]
-            for k in range(i + 1, n):
-                s -= C[k, i] * Y[k, c]
-            Y[i, c] = s / C[i, i]
+    for i in range(n):
+        for k in range(i):
+            cik = C[i, k]
+            for c in range(m):
+                Y[i, c] -= cik * Y[k, c]
+        d = C[i, i]
+        for c in range(m):
+            Y[i, c] /= d
+    for i in range(n - 1, -1, -1):
+        for k in range(i + 1, n):
+            cki = C[k, i]
+            for c in range(m):
+                Y[i, c] -= cki * Y[k, c]
+        d = C[i, i]
+        for c in range(m):
+            Y[i, c] /= d
     return Y
+
+
+@kernel((F2, f8))
+def certified_cholesky(X, c):  # pragma: no cover - compiled
+    """(ok, C): X = C Cᵀ and every eigenvalue of X at least c, certified by
+    λ_min ≥ 1/trace(X⁻¹) = 1/‖C⁻¹‖_F² (sufficient, not necessary: ok False sends the caller
+    to the SVD)."""
+    n = X.shape[0]
+    ok, C = cholesky(X, 0.0, 0.0)
+    if not ok:
+        return False, C
+    Ci = np.zeros((n, n))  # C⁻¹, lower
+    trace = 0.0
+    for j in range(n):
+        Ci[j, j] = 1.0 / C[j, j]
+        for i in range(j + 1, n):
+            acc = 0.0
+            for k in range(j, i):
+                acc += C[i, k] * Ci[k, j]
+            Ci[i, j] = -acc / C[i, i]
+        for i in range(j, n):
+            trace += Ci[i, j] * Ci[i, j]
+    return trace * c <= 1.0, C
 
 
 @kernel((F2, f8))
@@ -137,11 +166,18 @@ def damped_factors(Jt, c, c_null):  # pragma: no cover - compiled
     return U, np.ascontiguousarray(Vt.T), a, b, damped
 
 
-@kernel((F2, F1, F2, F1, b1, b1, f8))
-def damped_level(Jk, ek, Z, y, force, update, damping):  # pragma: no cover - compiled
-    """One level of ``prioritized`` on y and Z in place (``linalg.damped_level``); returns
-    whether the damping acted."""
+@kernel((F2, F1, F2, F1, b1, b1, f8, b1))
+def damped_level(Jk, ek, Z, y, force, update, damping, exact):  # pragma: no cover - compiled
+    """One level of ``prioritized`` on y and Z in place (``linalg.damped_level``): (damped,
+    exact), ``exact`` telling whether Z is still an orthogonal projector.
+
+    Where the floor cannot matter the SVD is skipped: a level with m ≤ r rows whose J_t J_tᵀ
+    is certified above the floor (``certified_cholesky``) takes the exact recursion
+    y += Z J_tᵀ X⁻¹ e, Z −= Z J_tᵀ X⁻¹ J_t; the last level with more rows (the posture), Z a
+    projector, the exact least squares (J_tᵀ J_t + σ (I − Z))⁻¹ J_tᵀ e, certified alike. The
+    damped factors are then 1/s and 1: the same result as the SVD's to rounding."""
     m = Jk.shape[0]
+    r = Z.shape[0]
     scale = 0.0
     for i in range(m):
         s = 0.0
@@ -149,20 +185,45 @@ def damped_level(Jk, ek, Z, y, force, update, damping):  # pragma: no cover - co
             s += Jk[i, j] * Jk[i, j]
         scale = max(scale, s)
     if scale <= 0.0:
-        return False
+        return False, exact
+    c = damping * scale
     Jt = Jk @ Z
-    U, V, a, b, damped = damped_factors(Jt, damping * scale, NULL_FLOOR * scale)
+    JtT = np.ascontiguousarray(Jt.T)
+    if m <= r:
+        ok, C = certified_cholesky(Jt @ JtT, c)
+        if ok:
+            W = cho_solve(C, Jt)  # X⁻¹ J_t
+            if force:
+                y += Z @ (JtT @ ek)
+            else:
+                y += Z @ (np.ascontiguousarray(W.T) @ (ek - Jk @ y))
+            if update:
+                Z -= (Z @ JtT) @ W
+            return False, exact
+    elif exact and not update and not force:
+        X = JtT @ Jt
+        for i in range(r):
+            for j in range(r):
+                X[i, j] += scale * ((1.0 if i == j else 0.0) - Z[i, j])
+        ok, C = certified_cholesky(X, c)
+        if ok:
+            x = JtT @ (ek - Jk @ y)
+            y += Z @ cho_solve(C, x.reshape(r, 1).copy())[:, 0]
+            return False, exact
+    U, V, a, b, damped = damped_factors(Jt, c, NULL_FLOOR * scale)
     ZV = Z @ V
     if force:
-        y += Z @ (np.ascontiguousarray(Jt.T) @ ek)
+        y += Z @ (JtT @ ek)
     else:
         y += ZV @ (a * (np.ascontiguousarray(U.T) @ (ek - Jk @ y)))
     if update:
         ZVb = ZV.copy()
         for i in range(b.size):
             ZVb[:, i] *= b[i]
+            if 1e-12 < b[i] < 1.0 - 1e-12:
+                exact = False  # a direction left in part: Z is no longer a projector
         Z -= ZVb @ np.ascontiguousarray(V.T)
-    return damped
+    return damped, exact
 
 
 @kernel((F2, F1, I1, F2, F1, f8, F2, F1))
@@ -174,15 +235,18 @@ def prioritized(J_up, e_up, sizes, J_last, e_last, damping, J_force,
     Z = np.eye(r)
     damped = 0
     start = 0
+    exact = True
     for k in range(sizes.size):
         stop = start + sizes[k]
-        if damped_level(np.ascontiguousarray(J_up[start:stop]),
-                        np.ascontiguousarray(e_up[start:stop]), Z, y, False, True, damping):
+        d, exact = damped_level(np.ascontiguousarray(J_up[start:stop]),
+                                np.ascontiguousarray(e_up[start:stop]), Z, y, False, True,
+                                damping, exact)
+        if d:
             damped += 1
         start = stop
     if J_force.shape[0] > 0:
-        damped_level(J_force, F_force, Z, y, True, True, damping)
-    damped_level(J_last, e_last, Z, y, False, False, damping)  # not counted (reference)
+        exact = damped_level(J_force, F_force, Z, y, True, True, damping, exact)[1]
+    damped_level(J_last, e_last, Z, y, False, False, damping, exact)  # not counted
     return y, damped
 
 
@@ -239,6 +303,10 @@ def internal_force_torques(W_int, D, G, T, f_int_cmd, f_task,
         scale = max(scale, np.dot(AL[i], AL[i]))
     if scale <= 0.0:
         return np.zeros(D.shape[1]), False
+    ok, C = certified_cholesky(AL @ np.ascontiguousarray(AL.T), damping * scale)
+    if ok:  # the exact pseudo-inverse L* Aᵀ (A L* Aᵀ)⁻¹, as the SVD's above the floor
+        x = cho_solve(C, rhs.reshape(rhs.size, 1).copy())[:, 0]
+        return -(x @ AL), False
     U, V, a, _, damped = damped_factors(AL, damping * scale, NULL_FLOOR * scale)
     return -(V @ (a * (np.ascontiguousarray(U.T) @ rhs))), damped
 
@@ -285,6 +353,7 @@ def internal_force_law(W_int, D, G, T, f_task, F_meas, has_meas, f_int_ref, tens
     return d_tau, damped, ref, cmd, meas
 
 
-__all__ = ["cho_solve", "cholesky", "constrained_space", "damped_factors", "damped_level",
-           "internal_force_law", "internal_force_torques", "prioritized", "psd_factor",
+__all__ = ["certified_cholesky", "cho_solve", "cholesky", "constrained_space", "damped_factors",
+           "damped_level", "internal_force_law", "internal_force_torques", "prioritized",
+           "psd_factor",
            "task_torques", "whitening"]

@@ -106,12 +106,11 @@ import pinocchio as pin
 
 from biped_contact_sim.control import wbc_kernels as wk
 from biped_contact_sim.control.base import Controller, ControlOutput, Measurement
-from biped_contact_sim.control.body_tasks import target_rotation
 from biped_contact_sim.control.contact_set import ContactTransitions, blend_released
-from biped_contact_sim.control.grasp import NORMAL_FORCE
 from biped_contact_sim.control.internal_forces import InternalForces
 from biped_contact_sim.control.kernels import surface_resultant
 from biped_contact_sim.control.linalg import constrained_space, task_torques
+from biped_contact_sim.control.wbc_plan import StepTables
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.control.wbc_stages import support_rows, task_rows
 from biped_contact_sim.errors import ConfigError, InputError
@@ -127,35 +126,7 @@ def index_of(idx: np.ndarray) -> slice | np.ndarray:
     return idx
 
 
-def frame_placements_view(model, data) -> np.ndarray | None:
-    """A read-only (nframes, 12) view of ``data.oMf`` (each row: R column-major, then the
-    translation), or None where pinocchio's layout is not the one checked here.
-
-    pinocchio keeps the frame placements in one aligned vector of SE3 (9 + 3 doubles, 96
-    bytes each) and returns each rotation as a view into it; a view of the whole vector saves
-    a Python call per frame and step. Checked against ``data.oMf`` after a random placement,
-    so that a pinocchio laying them out otherwise gets the numpy path.
-    """
-    n = model.nframes
-    first = data.oMf[0].rotation
-    if n < 2 or not first.flags.f_contiguous:
-        return None
-    base = first.__array_interface__["data"][0]
-    stride = data.oMf[1].rotation.__array_interface__["data"][0] - base
-    view = np.lib.stride_tricks.as_strided(first, shape=(n, 12), strides=(stride, 8),
-                                           writeable=False)
-    q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
-    pin.framesForwardKinematics(model, data, q)
-    for k in range(n):
-        oMf = data.oMf[k]
-        if oMf.rotation.__array_interface__["data"][0] != base + k * stride \
-                or not np.array_equal(view[k, :9], oMf.rotation.ravel(order="F")) \
-                or not np.array_equal(view[k, 9:], oMf.translation):
-            return None
-    return view
-
-
-class WholeBodyController(Controller):
+class WholeBodyController(StepTables, Controller):
     """Prioritized whole-body torque controller with internal-force control (module docstring).
 
     Args:
@@ -213,46 +184,6 @@ class WholeBodyController(Controller):
         #: stages 1–4 as one compiled call (``wbc_kernels.wbc_step``); False: the numpy stages
         self.compiled = self._oMf is not None and self._j0 is not None
         self.reset()
-
-    def _static_tables(self) -> None:
-        """The step's constant tables: frame slots (contact bodies, base, torso), the columns
-        that move each slot's frame, sole centres, gains; pinocchio's arrays as views."""
-        robot, s, data = self.robot, self.settings, self.data
-        model = robot.model
-        frames = [b.frame_id for b in robot.contact_bodies] + [self._base_frame]
-        if s.kp_torso > 0:
-            frames.append(self._torso_frame)
-        self._slot = {b.name: k for k, b in enumerate(robot.contact_bodies)}
-        self._base_slot = len(robot.contact_bodies)
-        self._torso_slot = self._base_slot + 1
-        self._fids = np.array(frames, dtype=np.int64)
-        self._mask = np.zeros((len(frames), model.nv), dtype=bool)
-        for k, fid in enumerate(frames):  # columns of the joints supporting the frame's joint
-            for j in model.supports[model.frames[fid].parentJoint]:
-                if j > 0:
-                    self._mask[k, model.idx_vs[j]:model.idx_vs[j] + model.nvs[j]] = True
-        self._centres = np.zeros((len(frames), 3))
-        for b in robot.contact_bodies:
-            self._centres[self._slot[b.name]] = self._sole_centre[b.name]
-        consts = np.zeros(wk.N_CONSTS)
-        consts[[wk.C_KP_COM, wk.C_KD_COM, wk.C_KP_POST, wk.C_KD_POST, wk.C_KD_AM, wk.C_RCOND,
-                wk.C_DAMP, wk.C_KP_INT, wk.C_KI_DT, wk.C_INT_LIMIT, wk.C_G]] = (
-            s.kp_com, s.kd_com, s.kp_posture, s.kd_posture, s.kd_am, s.rcond, s.task_damping,
-            s.kp_int, s.ki_int * self.dt, s.int_limit, self._g)
-        self._consts = consts
-        # the compiled step takes the actuated coordinates as v[j0:], q[qj0:]
-        vi, qi = self._vi, self._qi
-        contiguous = (isinstance(vi, slice) and vi.stop == robot.nv and isinstance(qi, slice)
-                      and qi.stop == robot.nq)
-        self._j0 = vi.start if contiguous else None
-        self._qj0 = qi.start if contiguous else None
-        self._oMf = frame_placements_view(model, data)
-        self._views = (data.nle, data.J, data.dJ, data.Jcom, data.com[0], data.vcom[0],
-                       data.acom[0], data.hg.angular)
-        self._empty = np.zeros(0)
-        self._no_wrench = np.zeros((0, 6))
-        self._no_spec = np.zeros((0, 3), dtype=np.int64)
-        self._post = np.zeros((3, robot.n_joints))
 
     def reset(self) -> None:
         """Forget the integrals, the support set and its transition ramps."""
@@ -327,140 +258,25 @@ class WholeBodyController(Controller):
 
         plan = self._plan(ref, t, stance, bodies, requested, meas)
         if self.compiled:
-            step = self._compiled_step(Minv, q, v, ref, t, stance, bodies, measured, plan)
-        else:
-            step = None
-        if step is None:
-            step = self._reference_step(Minv, q, v, ref, t, stance, bodies, measured, plan)
-        tau, fallbacks, anchors, origins, rotations, D, f0, W_com, W_int, labels, name, law = step
-        return self._output(t, ref, stance, requested, bodies, tau, fallbacks, anchors, origins,
-                            rotations, D, f0, W_com, W_int, labels, name, law, cops, plan[-1])
+            out = self._compiled_step(Minv, q, v, ref, t, stance, requested, bodies, measured,
+                                      cops, plan)
+            if out is not None:
+                return out
+        step = self._reference_step(Minv, q, v, ref, t, stance, bodies, measured, plan)
+        return self._output(t, ref, stance, requested, cops, plan[-1], *step)
 
-    def _plan(self, ref, t: float, stance, bodies, requested, meas: Measurement) -> tuple:
-        """The step's tables (``wbc_kernels`` layout) from the reference: the support slots and
-        commanded CoPs (body frames), the task table in priority order — CoM ≻ [angular
-        momentum, double support] ≻ bodies outside the support (pose; force/position) ≻ base ≻
-        torso — with its targets, the posture references; and the force tasks' figures."""
-        s, data = self.settings, self.data
-        n_s = len(bodies)
-        sup = np.array([self._slot[b.name] for b in bodies], dtype=np.int64)
-        sup_local = np.empty((n_s, 3))
-        for k, b in enumerate(bodies):
-            cop = ref.cop.get(b.name)
-            if cop is None:
-                sup_local[k] = self._sole_centre[b.name]
-            else:
-                sup_local[k] = (cop[0], cop[1], 0.0)
-        # bodies outside the support with a task: pose targets (swing feet, reaching hands; a
-        # requested body not yet loaded keeps its target, or is damped), force/position tasks
-        pose_tasks, force_tasks = [], []
-        for name in requested:
-            if name not in stance:
-                pose_tasks.append((self._bodies[name], ref.feet.get(name)))
-        for name, target in ref.feet.items():
-            if name in stance or name in requested:
-                continue
-            body = self._body(name)
-            (force_tasks if target.normal is not None else pose_tasks).append((body, target))
-        am = n_s == 2 and s.am_task
-        kinds = ([wk.COM] if ref.com is not None else []) + ([wk.AM] if am else []) \
-            + [wk.POSE] * len(pose_tasks) + [wk.FORCE] * len(force_tasks) \
-            + ([wk.ORIENT] if s.kp_base > 0 else []) + ([wk.ORIENT] if s.kp_torso > 0 else [])
-        tasks = np.zeros((len(kinds), 2), dtype=np.int64)
-        tasks[:, 0] = kinds
-        par = np.zeros((len(kinds), wk.PAR))
-        k = 0
-        if ref.com is not None:
-            par[0, wk.P_P:wk.P_P + 3] = ref.com
-            if ref.com_vel is not None:
-                par[0, wk.P_V:wk.P_V + 3] = ref.com_vel
-            if ref.com_acc is not None:
-                par[0, wk.P_A:wk.P_A + 3] = ref.com_acc
-            k = 1
-        k += am
-        for body, target in pose_tasks:
-            self._pose_par(tasks[k], par[k], body, self._blend(body.name, target, t))
-            k += 1
-        force_info = {}
-        for body, target in force_tasks:
-            self._pose_par(tasks[k], par[k], body, self._blend(body.name, target, t))
-            n_hat = np.asarray(target.normal, float)
-            n_hat = n_hat / math.sqrt(n_hat @ n_hat)
-            par[k, wk.P_N:wk.P_N + 3] = n_hat
-            # F: the commanded reaction; the task applies the operational force −F n on the
-            # body (``task_torques``), pushing it into its surface
-            par[k, wk.P_F], force_info[body.name] = self._normal_force(body, target, n_hat,
-                                                                       meas, data)
-            w = meas.wrenches.get(body.name)
-            if w is not None and w[2] > 0.0:  # a known external force on the robot
-                par[k, wk.P_WR:wk.P_WR + 6] = w
-                par[k, wk.P_HASW] = 1.0
-            k += 1
-        for slot, kp, kd, on in ((self._base_slot, s.kp_base, s.kd_base, s.kp_base > 0),
-                                 (self._torso_slot, s.kp_torso, s.kd_torso, s.kp_torso > 0)):
-            if on:  # base: upright with the stance's heading; torso: the same (our addition)
-                tasks[k, 1] = slot
-                par[k, wk.P_KP], par[k, wk.P_KD] = kp, kd
-                k += 1
-        post = self._post
-        flags = np.zeros(wk.N_FLAGS, dtype=np.int64)
-        for row, (i, x) in enumerate(((wk.F_POST_Q, ref.q_joints), (wk.F_POST_V, ref.v_joints),
-                                      (wk.F_POST_A, ref.a_joints))):
-            if x is not None:
-                post[row] = x
-                flags[i] = 1
-        flags[wk.F_HEADING] = int(s.kp_base > 0)
-        return sup, sup_local, tasks, par, post, flags, force_info
-
-    def _pose_par(self, task: np.ndarray, par: np.ndarray, body, target) -> None:
-        """A pose task's slot, gains and target (``body_tasks``: no target, only damped)."""
+    def _compiled_step(self, Minv, q, v, ref, t, stance, requested, bodies, measured, cops,
+                       plan) -> ControlOutput | None:
+        """Steps 1–5 by ``wbc_kernels.wbc_step``; where the internal-force reference needs a
+        numpy step, stages 1–3 by ``wbc_kernels.wbc_stages``, then ``InternalForces.command``
+        and ``_output``. None where the support is singular (the numpy path then takes the
+        step and counts its pseudo-inverse)."""
         s = self.settings
-        task[1] = self._slot[body.name]
-        par[wk.P_KP], par[wk.P_KD] = s.kp_foot, s.kd_foot
-        if target is None:
-            return
-        par[wk.P_HAS] = 1.0
-        par[wk.P_P:wk.P_P + 3] = target.p
-        par[wk.P_V:wk.P_V + 3] = target.v
-        par[wk.P_A:wk.P_A + 3] = target.a
-        par[wk.P_R:wk.P_R + 9] = target_rotation(target).ravel()
-        if target.omega is not None:
-            par[wk.P_W:wk.P_W + 3] = target.omega
-        if target.alpha is not None:
-            par[wk.P_AL:wk.P_AL + 3] = target.alpha
-
-    def _layout(self, stance, bodies, ref) -> tuple:
-        """(row specs (n_s ≥ 3; eq. 82's are chosen in the step), model name, orthogonalize,
-        m_int) of the virtual linkage, for the compiled step."""
-        n_s = len(stance)
-        if n_s < 2:
-            return self._no_spec, None, 0, 0
-        if n_s == 2:
-            return self._no_spec, "eq82", 0, 6
-        data = self.data
-        if self.internal._linkage is None or self.internal._linkage[0] != stance:
-            anchors, rotations = [], []
-            for b in bodies:  # the anchors, for the layout chosen at a change of support
-                cop = ref.cop.get(b.name)
-                local = self._sole_centre[b.name] if cop is None else np.array([*cop[:2], 0.0])
-                oMs = data.oMf[b.frame_id]
-                anchors.append(oMs.translation + oMs.rotation @ local)
-                rotations.append(oMs.rotation.copy())
-            self.internal.general_rows(stance, np.array(anchors), np.array(rotations),
-                                       data.com[0].copy())
-        spec = self.internal._spec = self.internal._linkage[1]
-        ortho = int(n_s > 3 and bool((spec[:, 0] == NORMAL_FORCE).any()))
-        return spec, "general", ortho, len(spec)
-
-    def _compiled_step(self, Minv, q, v, ref, t, stance, bodies, measured, plan):
-        """Stages 1–4 by ``wbc_kernels.wbc_step`` (the internal-force law too unless its
-        reference needs a numpy step); None where the support is singular (the numpy path then
-        takes the step and counts its pseudo-inverse)."""
-        s = self.settings
-        sup, sup_local, tasks, par, post, flags, _ = plan
+        sup, sup_local, tasks, par, post, flags, force_info = plan
         spec, name, ortho, m_int = self._layout(stance, bodies, ref)
         flags[wk.F_ORTHO] = ortho
         scal = np.zeros(wk.N_SCAL)
+        scal[wk.S_RAMP] = self.transitions.ramp(t)
         tau_prev = self._tau_prev if self._tau_prev is not None else self._empty
         mode, f_int_user, start, recompute = 0, self._empty, self._empty, False
         contact_ok = measured is not None
@@ -476,69 +292,72 @@ class WholeBodyController(Controller):
             flags[wk.F_PI_ON] = contact_ok and (s.kp_int > 0 or s.ki_int > 0)
             flags[wk.F_TORQUES_ON] = s.internal_forces
             flags[wk.F_START] = recompute
-            scal[wk.S_RAMP] = self.transitions.ramp(t)
             if s.load_share and len(stance) == 2:
                 flags[wk.F_SHARE] = self._share_inputs(ref, stance, scal)
         flags[wk.F_LAW] = mode
-        h, J, dJ, Jcom, com, vcom, acom, L_G = self._views
-        integral = self.internal.integral if mode == 1 else self._empty
-        (code, tau, damped, anchors, origins, rotations, D, f0, G, T, W_com, W_int, k82, _,
-         f_int_ref, f_int_cmd, f_int_meas, alpha, start) = wk.wbc_step(
-            Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, self._oMf, q, v, self._mask,
-            self._fids, self._centres, self._consts, self._j0, self._qj0, sup, sup_local, tasks,
-            par, post, flags, self._R_base_ref, spec, f_int_user,
-            self._no_wrench if measured is None else measured, integral, tau_prev, start, scal)
+        flags[wk.F_OFFSET_NEW] = (self.transitions.changed and self._tau_prev is not None
+                                  and s.transition_time > 0.0)
+        args = (Minv, *self._views, self._oMf, q, v, self._mask, self._fids, self._centres,
+                self._consts, self._j0, self._qj0, sup, sup_local, tasks, par, post, flags,
+                self._R_base_ref, spec, f_int_user,
+                self._no_wrench if measured is None else measured,
+                self.internal.integral if mode == 1 else self._empty, tau_prev, start, scal)
+        if mode == 2:
+            return self._compiled_stages(args, ref, t, stance, requested, bodies, measured, cops,
+                                         force_info, name)
+        code, damped, k82, saturated, has_offset, sizes, out, geo = wk.wbc_step(
+            *args, self.robot.effort_limit, (self._tau_offset if self._tau_offset is not None
+                                             else self._empty), cops)
         if code == 1:
             return None
         if code == 2:
             raise InputError("two commanded CoPs coincide: no tension line between them")
-        labels = None
-        if name == "eq82":
-            labels = self.internal.eq82_rows(stance, k82)[1]
-        elif name is not None:
-            labels = self.internal._linkage[2]
+        n, n_s = self.robot.n_joints, len(stance)
+        tau_cmd = out[:n]
+        self._tau_offset = out[n:2 * n] if has_offset else None
+        self._tau_prev = tau_cmd
+        i = 2 * n
+        f_pred, i = out[i:i + 6 * n_s], i + 6 * n_s
+        F_com, i = out[i:i + 6 * (n_s > 0)], i + 6 * (n_s > 0)
         law = None
         if mode == 1:
+            n_ref, n_meas, n_alpha, n_start = sizes
+            F_int, i = out[i:i + m_int], i + m_int
+            f_int_ref, f_int_cmd = out[i:i + n_ref], out[i + n_ref:i + 2 * n_ref]
+            i += 2 * n_ref
+            f_int_meas, i = out[i:i + n_meas], i + n_meas
+            alpha, i = out[i:i + n_alpha], i + n_alpha
             if recompute:
-                self.internal._f_int_start = start
+                self.internal._f_int_start = out[i:i + n_start]
+            labels = (self.internal.eq82_rows(stance, k82)[1] if name == "eq82"
+                      else self.internal._linkage[2])
             law = (f_int_ref, f_int_cmd, f_int_meas if contact_ok else None,
-                   alpha if alpha.size else None)
-        elif mode == 2:
-            d_tau, fallback, f_int_ref, f_int_cmd, f_int_meas, alpha = self.internal.command(
-                t, ref, stance, bodies, measured, origins, rotations, anchors, W_com, W_int,
-                labels, name, f0, D, G, T, tau, self._tau_prev)
-            damped += fallback
-            if d_tau is not None:
-                tau = tau + d_tau
-            law = (f_int_ref, f_int_cmd, f_int_meas, alpha)
+                   alpha if n_alpha else None, F_int, labels, name)
         else:
             self.internal.no_linkage(stance)
-            W_com = W_int = None
-        if not len(stance):
-            D = f0 = None
-        return (tau, damped, anchors, origins, rotations, D, f0, W_com, W_int, labels, name,
-                law)
+        return self._info(ref, stance, requested, tau_cmd, saturated, damped, force_info,
+                          geo[:n_s], f_pred if n_s else None, F_com, geo[n_s:], law)
 
-    def _share_inputs(self, ref, stance, scal: np.ndarray) -> int:
-        """Load-share mode of the compiled step (``ctc.reference_load_shares``): 1 planned
-        (α_2 in scal), 2 from the reference's cart-table ZMP (its CoM and acceleration in
-        scal), 0 none.
-
-        Raises:
-            ConfigError: ``Reference.load_share`` lacks a stance foot.
-        """
-        if ref.load_share is not None:
-            try:
-                scal[wk.S_A2] = float(ref.load_share[stance[1]])
-            except KeyError:
-                raise ConfigError(f"Reference.load_share names {sorted(ref.load_share)}; "
-                                  f"it needs the stance foot {stance[1]!r}") from None
-            return 1
-        if ref.com is None or ref.com_acc is None:
-            return 0
-        scal[wk.S_CX:wk.S_CX + 3] = ref.com
-        scal[wk.S_AX:wk.S_AX + 3] = ref.com_acc
-        return 2
+    def _compiled_stages(self, args, ref, t, stance, requested, bodies, measured, cops,
+                         force_info, name) -> ControlOutput | None:
+        """A step whose internal-force reference needs numpy (unloading, no-slip): stages 1–3
+        compiled (``wbc_kernels.wbc_stages``), the law by ``InternalForces.command``."""
+        (code, tau, damped, anchors, origins, rotations, D, f0, G, T, W_com, W_int, k82, *_) = \
+            wk.wbc_stages(*args)
+        if code == 1:
+            return None
+        if code == 2:
+            raise InputError("two commanded CoPs coincide: no tension line between them")
+        labels = (self.internal.eq82_rows(stance, k82)[1] if name == "eq82"
+                  else self.internal._linkage[2])
+        d_tau, fallback, f_int_ref, f_int_cmd, f_int_meas, alpha = self.internal.command(
+            t, ref, stance, bodies, measured, origins, rotations, anchors, W_com, W_int, labels,
+            name, f0, D, G, T, tau, self._tau_prev)
+        if d_tau is not None:
+            tau = tau + d_tau
+        return self._output(t, ref, stance, requested, cops, force_info, tau, damped + fallback,
+                            anchors, origins, rotations, D, f0, W_com, W_int, labels, name,
+                            (f_int_ref, f_int_cmd, f_int_meas, alpha))
 
     def _reference_step(self, Minv, q, v, ref, t, stance, bodies, measured, plan):
         """Stages 1–4 in numpy and pinocchio (``wbc_stages``, ``linalg``): the reference of
@@ -598,9 +417,10 @@ class WholeBodyController(Controller):
             D = f0 = None
         return tau, fallbacks, anchors, origins, rotations, D, f0, W_com, W_int, labels, name, law
 
-    def _output(self, t, ref, stance, requested, bodies, tau, fallbacks, anchors, origins,
-                rotations, D, f0, W_com, W_int, labels, name, law, cops, force_info):
-        """Step 5: torque continuity across a change of support, saturation, diagnostics."""
+    def _output(self, t, ref, stance, requested, cops, force_info, tau, fallbacks, anchors,
+                origins, rotations, D, f0, W_com, W_int, labels, name, law) -> ControlOutput:
+        """Step 5 in numpy: torque continuity across a change of support, saturation, the
+        figures of ``info`` (the reference of ``wbc_kernels.wbc_step``'s end)."""
         s, robot = self.settings, self.robot
         # Torque continuity across a change of support (our addition, ``contact_set``): the
         # tasks' solution changes with the constrained space, so the offset to the last
@@ -617,6 +437,25 @@ class WholeBodyController(Controller):
         limit = robot.effort_limit
         tau_cmd = np.minimum(np.maximum(tau, -limit), limit)
         self._tau_prev = tau_cmd
+        n_s = len(stance)
+        f_pred = F_com = None
+        if n_s:
+            f_pred = f0 - D @ tau_cmd  # eq. 20 at the applied torques
+            if W_int is None:  # one contact: the resultant map alone
+                W_com = np.empty((6, 6 * n_s))
+                surface_resultant(anchors, self.data.com[0].copy(), W_com)
+            F_com = W_com @ f_pred
+        for k in range(n_s):  # measured CoPs (sole frame → world)
+            if cops[k, 2] == 0.0:
+                cops[k] = origins[k] + rotations[k] @ cops[k]
+        if law is not None:
+            law = (*law, W_int @ f_pred, labels, name)
+        return self._info(ref, stance, requested, tau_cmd, int(np.count_nonzero(tau != tau_cmd)),
+                          fallbacks, force_info, anchors, f_pred, F_com, cops, law)
+
+    def _info(self, ref, stance, requested, tau_cmd, saturated, fallbacks, force_info, anchors,
+              f_pred, F_com, cops, law) -> ControlOutput:
+        """The torques and their diagnostics (``ControlOutput.info``)."""
         data = self.data
         com = data.com[0].copy()
         info: dict = {"com": com, "com_vel": data.vcom[0].copy()}
@@ -626,7 +465,7 @@ class WholeBodyController(Controller):
             info["com_ref"] = np.array(ref.com, float)
             d = info["com_ref"] - com
             info["com_error"] = math.sqrt(d @ d)
-        info["saturated"] = int(np.count_nonzero(tau != tau_cmd))
+        info["saturated"] = int(saturated)
         info["fallbacks"] = int(fallbacks)
         info["stance"] = stance
         if stance != requested or self.transitions.stuck:
@@ -635,26 +474,17 @@ class WholeBodyController(Controller):
         if force_info:
             info["force_tasks"] = force_info
         info["cop_refs"] = anchors
-        n_s = len(stance)
-        if n_s:
-            f_pred = f0 - D @ tau_cmd  # eq. 20 at the applied torques
+        if f_pred is not None:
             info["wrenches_pred"] = f_pred
-            if W_com is None or W_int is None:
-                W_com = np.empty((6, 6 * n_s))
-                surface_resultant(anchors, com, W_com)
-            info["f_com_pred"] = W_com @ f_pred
-        for k in range(n_s):  # measured CoPs (sole frame → world)
-            if cops[k, 2] == 0.0:
-                cops[k] = origins[k] + rotations[k] @ cops[k]
+            info["f_com_pred"] = F_com
         info["cops"] = cops
         if law is not None:
-            f_int_ref, f_int_cmd, f_int_meas, alpha = law
+            f_int_ref, f_int_cmd, f_int_meas, alpha, F_int, labels, name = law
             info["load_share"] = alpha
             info["f_int_ref"] = f_int_ref
             info["f_int_cmd"] = f_int_cmd
-            info["f_int_pred"] = W_int @ f_pred
-            info["f_int"] = (f_int_meas if f_int_meas is not None
-                             else np.full(W_int.shape[0], np.nan))
+            info["f_int_pred"] = F_int
+            info["f_int"] = f_int_meas if f_int_meas is not None else np.full(len(F_int), np.nan)
             info["f_int_labels"] = labels
             info["int_integral"] = self.internal.integral.copy()
             if name == "eq82":

@@ -55,8 +55,8 @@ C_KP_COM, C_KD_COM, C_KP_POST, C_KD_POST, C_KD_AM, C_RCOND, C_DAMP, C_KP_INT, C_
 N_CONSTS = 11
 # flags
 F_POST_Q, F_POST_V, F_POST_A, F_LAW, F_HAS_MEAS, F_PI_ON, F_TORQUES_ON, F_START, F_SHARE, \
-    F_ORTHO, F_HEADING = range(11)
-N_FLAGS = 11
+    F_ORTHO, F_HEADING, F_OFFSET_NEW = range(12)
+N_FLAGS = 12
 # scal
 S_RAMP, S_A2, S_CX, S_CY, S_CZ, S_AX, S_AY, S_AZ = range(8)
 N_SCAL = 8
@@ -331,10 +331,11 @@ def linkage_model(anchors, rotations, com, W_com, spec, ortho):  # pragma: no co
 
 @kernel((F2, F1, F2f, F2f, F2f, F1, F1, F1, F1, ro(F2s), F1, F1,
          B2, I1, F2, F1, i8, i8, I1, F2, I2, F2, F2, I1, F2, I2, F1, F2, F1, F1, F1, F1))
-def wbc_step(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres, consts,
-             j0, qj0, sup, sup_local, tasks, task_par, post, flags, R_ref, spec, f_int_user,
-             w_meas, integral, tau_prev, f_int_start, scal):  # pragma: no cover - compiled
-    """One control step of ``wbc`` (module docstring), stages 1–4.
+def wbc_stages(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres,
+               consts, j0, qj0, sup, sup_local, tasks, task_par, post, flags, R_ref, spec,
+               f_int_user, w_meas, integral, tau_prev, f_int_start,
+               scal):  # pragma: no cover - compiled
+    """Stages 1–4 of a control step of ``wbc`` (module docstring) with every intermediate.
 
     Returns:
         (code, Γ, damped, anchors, origins, rotations, D, f0, G, T, W_com, W_int, k82, f_task,
@@ -430,6 +431,78 @@ def wbc_step(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, 
             k82, f_task, ref, cmd, meas, alpha, start)
 
 
+@kernel((F2, F1, F2f, F2f, F2f, F1, F1, F1, F1, ro(F2s), F1, F1,
+         B2, I1, F2, F1, i8, i8, I1, F2, I2, F2, F2, I1, F2, I2, F1, F2, F1, F1, F1, F1,
+         F1, F1, F2))
+def wbc_step(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres, consts,
+             j0, qj0, sup, sup_local, tasks, task_par, post, flags, R_ref, spec, f_int_user,
+             w_meas, integral, tau_prev, f_int_start, scal, limit, tau_offset,
+             cops):  # pragma: no cover - compiled
+    """One control step of ``wbc``: ``wbc_stages`` (``flags[F_LAW]`` 0 or 1), then step 5 —
+    the torque offset of a change of support decaying along σ = ``scal[S_RAMP]``
+    (recomputed as Γ_prev − Γ where ``flags[F_OFFSET_NEW]``), the clamp to ±``limit`` — and
+    the figures of ``info``: predicted wrenches f = f0 − D Γ_cmd (eq. 20), their resultant
+    W_com f and internal forces W_int f, the measured CoPs ``cops`` (sole frames, NaN rows
+    unloaded) in the world.
+
+    Returns:
+        (code, damped, k82, saturated, offset valid, sizes (F_int,ref, F_int,meas, α,
+        F_int,start), out, geo): ``out`` = [Γ_cmd, offset, f, W_com f, W_int f, F_int,ref,
+        F_int,cmd, F_int,meas, α, F_int,start], ``geo`` = [anchors; CoPs]; code as
+        ``wbc_stages``' (``out`` empty unless 0).
+    """
+    (code, tau, damped, anchors, origins, rotations, D, f0, G, T, W_com, W_int, k82, f_task,
+     ref, cmd, meas, alpha, start) = wbc_stages(
+        Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres, consts, j0,
+        qj0, sup, sup_local, tasks, task_par, post, flags, R_ref, spec, f_int_user, w_meas,
+        integral, tau_prev, f_int_start, scal)
+    n_s = sup.size
+    if code != 0:
+        return code, damped, k82, 0, False, (0, 0, 0, 0), np.zeros(0), np.zeros((0, 3))
+    n = tau.size
+    ramp = scal[S_RAMP]
+    offset = np.zeros(n)
+    has_offset = False
+    if flags[F_OFFSET_NEW] != 0:
+        offset = tau_prev - tau
+        has_offset = True
+    elif tau_offset.size:
+        offset = tau_offset.copy()
+        has_offset = True
+    if has_offset:
+        if ramp < 1.0:
+            tau = tau + (1.0 - ramp) * offset
+        else:
+            has_offset = False
+    tau_cmd = np.empty(n)
+    saturated = 0
+    for j in range(n):
+        tau_cmd[j] = min(max(tau[j], -limit[j]), limit[j])
+        if tau_cmd[j] != tau[j]:
+            saturated += 1
+    m_s, m = 6 * n_s, W_int.shape[0]
+    f_pred = f0 - D @ tau_cmd if n_s else np.zeros(0)
+    if n_s == 1:
+        surface_resultant(anchors, com, W_com)
+    F_com = W_com @ f_pred if n_s else np.zeros(0)
+    F_int = W_int @ f_pred if m else np.zeros(0)
+    sizes = (ref.size, meas.size, alpha.size, start.size)
+    out = np.empty(2 * n + m_s + F_com.size + m + 2 * ref.size + meas.size + alpha.size
+                   + start.size)
+    i = 0
+    for part in (tau_cmd, offset, f_pred, F_com, F_int, ref, cmd, meas, alpha, start):
+        out[i:i + part.size] = part
+        i += part.size
+    geo = np.empty((2 * n_s, 3))
+    geo[:n_s] = anchors
+    for k in range(n_s):  # measured CoPs, sole frame → world (NaN where unloaded)
+        if cops[k, 2] == 0.0:
+            geo[n_s + k] = origins[k] + rotations[k] @ cops[k]
+        else:
+            geo[n_s + k] = cops[k]
+    return code, damped, k82, saturated, has_offset, sizes, out, geo
+
+
 @kernel((F2, I1, F3, F2, F1, F1, i8))
 def load_shares(centres, sup, rotations, origins, scal, consts,
                 mode):  # pragma: no cover - compiled
@@ -460,4 +533,4 @@ def load_shares(centres, sup, rotations, origins, scal, consts,
 
 
 __all__ = ["frame_rows", "linkage_model", "load_shares", "log3", "orthogonalize", "placement",
-           "support_rows", "tangents", "task_rows", "wbc_step"]
+           "support_rows", "tangents", "task_rows", "wbc_stages", "wbc_step"]
