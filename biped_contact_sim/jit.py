@@ -60,6 +60,7 @@ KERNEL_MODULES = (
     "biped_contact_sim.contact.acceleration_lcp_kernel",
     "biped_contact_sim.contact.time_stepping_kernel",
     "biped_contact_sim.control.wbc_kernels",
+    "biped_contact_sim.control.ctc_kernels",
     "biped_contact_sim.control.kernels",
     "biped_contact_sim.control.linalg_kernels",
     "biped_contact_sim.sim.contact_geometry",

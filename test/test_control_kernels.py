@@ -510,3 +510,41 @@ def test_internal_force_law_along_a_wbc_run(scenario):
         q_prev = sim.q
         control.observe(q_prev, sim.step(tau))
     assert checked > 1000  # the law ran, with measurements, all along
+
+
+@pytest.mark.parametrize("robot_name", ["biped3d", "humanoid"])
+def test_frame_rows_from_joint_jacobians_against_pinocchio(robot_name):
+    """``wbc_kernels.frame_rows`` (a point's Jacobian, classical acceleration at v̇ = 0 and
+    velocity from computeAllTerms' J and J̇) equals pinocchio's LOCAL_WORLD_ALIGNED frame
+    Jacobian, classical acceleration and velocity transported to the point, on random
+    states, for every contact body at its origin and at an offset; a robot with a composite
+    (planar) base joint, whose bias acceleration J̇ v misses, is refused."""
+    from biped_contact_sim.control import wbc_kernels as wk
+    from biped_contact_sim.control.wbc_plan import drift_from_jacobians
+    from biped_contact_sim.control.wbc_stages import point_terms
+
+    robot = RobotModel.load(robot_name)
+    model, data = robot.model, robot.create_data()
+    assert drift_from_jacobians(model)
+    rng = np.random.default_rng(9)
+    for _ in range(4):
+        q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
+        q[3:7] /= np.linalg.norm(q[3:7])
+        v = rng.normal(size=model.nv)
+        pin.computeAllTerms(model, data, q, v)
+        pin.updateFramePlacements(model, data)
+        for body in robot.contact_bodies:
+            mask = np.zeros(model.nv, dtype=bool)
+            for j in model.supports[model.frames[body.frame_id].parentJoint]:
+                if j > 0:
+                    mask[model.idx_vs[j]:model.idx_vs[j] + model.nvs[j]] = True
+            for r in (np.zeros(3), rng.normal(size=3) * 0.1):
+                oMf = data.oMf[body.frame_id]
+                p = oMf.translation + r
+                J6, g6, vel = np.empty((6, model.nv)), np.empty(6), np.empty(6)
+                wk.frame_rows(data.J, data.dJ, mask, v, p, J6, g6, vel)
+                J_ref, g_ref, vel_ref = point_terms(model, data, body.frame_id, r)
+                np.testing.assert_allclose(J6, J_ref, atol=1e-12)
+                np.testing.assert_allclose(g6, g_ref, atol=1e-10 * max(1.0, np.abs(g_ref).max()))
+                np.testing.assert_allclose(vel, vel_ref, atol=1e-12)
+    assert not drift_from_jacobians(RobotModel.load("planar_biped").model)

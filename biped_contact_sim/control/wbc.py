@@ -110,7 +110,7 @@ from biped_contact_sim.control.contact_set import ContactTransitions, blend_rele
 from biped_contact_sim.control.internal_forces import InternalForces
 from biped_contact_sim.control.kernels import surface_resultant
 from biped_contact_sim.control.linalg import constrained_space, task_torques
-from biped_contact_sim.control.wbc_plan import StepTables
+from biped_contact_sim.control.wbc_plan import StepTables, drift_from_jacobians
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.control.wbc_stages import support_rows, task_rows
 from biped_contact_sim.errors import ConfigError, InputError
@@ -182,7 +182,8 @@ class WholeBodyController(StepTables, Controller):
         self.internal = InternalForces(s, self.dt, self.transitions, self._sole_centre, self._g)
         self._static_tables()
         #: stages 1–4 as one compiled call (``wbc_kernels.wbc_step``); False: the numpy stages
-        self.compiled = self._oMf is not None and self._j0 is not None
+        self.compiled = (self._oMf is not None and self._j0 is not None
+                         and drift_from_jacobians(robot.model))
         self.reset()
 
     def reset(self) -> None:

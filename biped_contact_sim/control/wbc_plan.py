@@ -51,6 +51,22 @@ def frame_placements_view(model, data) -> np.ndarray | None:
     return view
 
 
+#: joints whose motion subspace is constant in the joint frame (no bias acceleration c = Ṡ q̇):
+#: for them J̇ v, with J̇ from ``computeAllTerms``, is the drift the compiled steps read
+_NO_BIAS = ("JointModelFreeFlyer", "JointModelRX", "JointModelRY", "JointModelRZ",
+            "JointModelRUB", "JointModelRevoluteUnaligned", "JointModelRevoluteUnbounded",
+            "JointModelPX", "JointModelPY", "JointModelPZ", "JointModelPrismaticUnaligned",
+            "JointModelTranslation")
+
+
+def drift_from_jacobians(model) -> bool:
+    """Whether every joint of the model has no bias acceleration, so that a frame's classical
+    acceleration at v̇ = 0 follows from J and J̇ alone (``wbc_kernels.frame_rows``); a planar
+    base (a composite joint) has one, and its controllers take the numpy path."""
+    return all(model.joints[j].shortname().startswith(_NO_BIAS)
+               for j in range(1, model.njoints))
+
+
 class StepTables:
     """The step tables of ``WholeBodyController`` (module docstring); a mixin: it reads the
     controller's robot, settings, data, contact bodies and transitions."""
@@ -94,6 +110,7 @@ class StepTables:
         self._no_wrench = np.zeros((0, 6))
         self._no_spec = np.zeros((0, 3), dtype=np.int64)
         self._post = np.zeros((3, robot.n_joints))
+        self._sup: dict[tuple, np.ndarray] = {}  # stance → the slots of its bodies
 
     def _plan(self, ref, t: float, stance, bodies, requested, meas: Measurement) -> tuple:
         """The step's tables (``wbc_kernels`` layout) from the reference: the support slots and
@@ -102,7 +119,10 @@ class StepTables:
         torso — with its targets, the posture references; and the force tasks' figures."""
         s, data = self.settings, self.data
         n_s = len(bodies)
-        sup = np.array([self._slot[b.name] for b in bodies], dtype=np.int64)
+        sup = self._sup.get(stance)
+        if sup is None:
+            sup = self._sup[stance] = np.array([self._slot[b.name] for b in bodies],
+                                               dtype=np.int64)
         sup_local = np.empty((n_s, 3))
         for k, b in enumerate(bodies):
             cop = ref.cop.get(b.name)
@@ -233,4 +253,4 @@ class StepTables:
         return 2
 
 
-__all__ = ["StepTables", "frame_placements_view"]
+__all__ = ["StepTables", "drift_from_jacobians", "frame_placements_view"]
