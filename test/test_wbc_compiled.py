@@ -105,8 +105,8 @@ def _humanoid_loop(robot, beh, on_step) -> set:
 
 @pytest.mark.parametrize("behavior", ["multicontact", "lean_on_table"])
 def test_humanoid_step_equals_numpy_stages(behavior):
-    """The humanoid's hand behaviours on a faster timeline (every phase, shorter), with
-    their ``wbc`` defaults (torso task, contact transitions)."""
+    """The humanoid's hand behaviours on a faster timeline (every phase, shorter), with the
+    torso task on and contact transitions."""
     robot = RobotModel.load("humanoid")
     fast = (dict(reach_time=0.8, land_time=0.3, lean_time=0.5, release_time=0.4,
                  to_panel_time=0.8, touch_time=0.3, press_time=0.3, slide_time=0.6)
@@ -116,7 +116,7 @@ def test_humanoid_step_equals_numpy_stages(behavior):
     ctrl = make_controller("wbc", robot, beh, DT,
                            add_force=10.0 if behavior == "multicontact" else 1.0,
                            unload_time=0.5, transition_time=0.5, release_force=5.0,
-                           add_cop_fraction=1.0, add_hold=0.0)
+                           add_cop_fraction=1.0, add_hold=0.0, kp_torso=100.0)
     twin = _twin(ctrl)
 
     def both(meas):
