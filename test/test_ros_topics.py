@@ -76,8 +76,14 @@ def test_base_state_from_odometry_inverts_pinocchio(name):
     for seed in range(5):
         q, v = random_state(robot, seed)
         pos, quat, lin, ang = ros_topics.base_pose_twist(robot.model, data, q, v)
-        # The published twist is pinocchio's local velocity of the root joint.
-        np.testing.assert_allclose(np.concatenate([lin, ang]), data.v[1].vector)
+        # The published pose is the root joint's placement and the twist its local velocity,
+        # as pinocchio's kinematics give them (the free flyer's are read off q and v).
+        ref = robot.create_data()
+        pin.forwardKinematics(robot.model, ref, q, v)
+        np.testing.assert_allclose(np.concatenate([lin, ang]), ref.v[1].vector, atol=1e-12)
+        np.testing.assert_allclose(pos, ref.oMi[1].translation, atol=1e-12)
+        R = pin.Quaternion(quat[3], quat[0], quat[1], quat[2]).toRotationMatrix()
+        np.testing.assert_allclose(R, ref.oMi[1].rotation, atol=1e-12)
         qb, vb = ros_topics.base_state_from_odometry(robot.config.base, pos, quat, lin, ang)
         q_root = q[root.idx_q:root.idx_q + root.nq]
         if robot.config.base == "free_flyer" and np.dot(qb[3:], q_root[3:]) < 0:

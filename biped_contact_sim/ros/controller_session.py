@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -141,8 +142,9 @@ class MeasurementAssembler:
                     f"{len(velocity)} velocities (positions and velocities are required)")
         q = np.asarray(position, dtype=float)[self._order]
         v = np.asarray(velocity, dtype=float)[self._order]
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
-            return "joint_states contains NaN or Inf"
+        if not math.isfinite(q.sum() + v.sum()):  # NaN or ±Inf anywhere makes the sum so
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+                return "joint_states contains NaN or Inf"
         slot = self._slot(stamp)
         slot.q_joints, slot.v_joints = q, v
         slot.stamps["joint_states"] = int(stamp)
@@ -166,10 +168,12 @@ class MeasurementAssembler:
         """Store a foot's sole wrench; returns a rejection reason or None."""
         if foot not in self.feet:
             return f"unknown foot {foot!r}; contact bodies: {', '.join(self.feet)}"
-        w = np.concatenate([np.asarray(force, float).reshape(3),
-                            np.asarray(torque, float).reshape(3)])
-        if not np.all(np.isfinite(w)):
+        values = [float(x) for x in force] + [float(x) for x in torque]
+        if len(values) != 6:
+            return f"contact_wrench/{foot} needs 3 force and 3 torque values"
+        if not all(map(math.isfinite, values)):
             return f"contact_wrench/{foot} contains NaN or Inf"
+        w = np.array(values)
         slot = self._slot(stamp)
         slot.wrenches[foot] = w
         slot.stamps[foot] = int(stamp)

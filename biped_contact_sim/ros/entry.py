@@ -11,7 +11,12 @@ modules and of numba's compiled code took seconds, which ros2 launch counts agai
 import os
 import sys
 
-from biped_contact_sim.ros import signals
+# Before numpy is imported: the per-period linear algebra is small and dense, where BLAS and
+# OpenMP threads cost more than they gain and take the core the other node needs.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from biped_contact_sim.ros import signals  # noqa: E402
 
 
 def exit_now(code: int) -> None:

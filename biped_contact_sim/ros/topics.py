@@ -74,6 +74,9 @@ def base_pose_twist(model: pin.Model, data: pin.Data, q: np.ndarray, v: np.ndarr
     Returns:
         ``(position, quat_xyzw, linear, angular)``.
     """
+    if model.joints[1].nq == 7 and model.joints[1].nv == 6:
+        # a free flyer's q is (p, x y z w) and its v the body twist: read, no kinematics
+        return q[:3].copy(), q[3:7].copy(), v[:3].copy(), v[3:6].copy()
     oMb, vb = base_motion(model, data, q, v)
     quat = pin.Quaternion(oMb.rotation).coeffs()
     return oMb.translation.copy(), np.array(quat), vb.linear.copy(), vb.angular.copy()
@@ -150,16 +153,17 @@ def base_state_from_odometry(base: str, position: Sequence[float], quat_xyzw: Se
     Raises:
         InputError-like ``ValueError``: non-finite values or a quaternion that is not unit.
     """
-    p = np.asarray(position, dtype=float).reshape(3)
-    quat = np.asarray(quat_xyzw, dtype=float).reshape(4)
-    lin = np.asarray(linear, dtype=float).reshape(3)
-    ang = np.asarray(angular, dtype=float).reshape(3)
-    if not all(np.all(np.isfinite(a)) for a in (p, quat, lin, ang)):
+    values = [float(x) for part in (position, quat_xyzw, linear, angular) for x in part]
+    if len(values) != 13:
+        raise ValueError("odometry needs 3 position, 4 quaternion, 3 + 3 twist values")
+    if not all(map(math.isfinite, values)):
         raise ValueError("odometry contains NaN or Inf")
-    norm = np.linalg.norm(quat)
+    norm = math.sqrt(values[3] ** 2 + values[4] ** 2 + values[5] ** 2 + values[6] ** 2)
     if abs(norm - 1.0) > 1e-3:
         raise ValueError(f"odometry orientation is not a unit quaternion (norm {norm:.6g})")
-    quat = quat / norm
+    p = np.array(values[0:3])
+    quat = np.array(values[3:7]) / norm
+    lin, ang = np.array(values[7:10]), np.array(values[10:13])
     if base == "free_flyer":
         return np.concatenate([p, quat]), np.concatenate([lin, ang])
     R = pin.Quaternion(quat[3], quat[0], quat[1], quat[2]).toRotationMatrix()
