@@ -12,7 +12,13 @@ with localhost discovery:
   the simulated time the simulator's /diagnostics reports;
 * lockstep at real time (``real_time_factor`` 1, the default demo) with a /joint_states
   subscriber running (what ``ros2 topic hz /joint_states`` adds): the real-time factor the
-  simulator reports it achieved over the window.
+  simulator reports it achieved over the window;
+* the hardware form (``hardware.launch.py`` with the simulator as the robot's driver): the
+  simulator free running at real time, 1 kHz states, applying the newest command like a
+  driver (``max_command_delay`` 20 ms, so it never waits on a command that is a few periods
+  old), the controller on its 1 kHz timer (``sync: latest``): the real-time factor, the
+  controller's missed deadlines (``missed_fraction``: commands later than a period plus
+  states never answered), its mean compute time, saturated torques and whether it diverged.
 
 Each figure is over ``--seconds`` of wall time after the loop has started; the CPU seconds of
 the node processes over the same window are reported too (``/proc``), since on a shared
@@ -41,6 +47,10 @@ LOOPS = (
      {"controller": "wbc", "behavior": "multicontact"}),
 )
 FORMS = ("separate", "composed")
+#: the simulator as a robot's driver: free running at real time, the newest command applied
+#: while it answers a state at most 20 ms old (a driver does not wait for a late command)
+HARDWARE_DRIVER = {"lockstep": False, "real_time_factor": 1.0, "max_command_delay": 0.02,
+                   "wait_for_first_command": False}
 
 
 def _args(params: dict) -> list[str]:
@@ -86,6 +96,7 @@ class Loop:
         self.node = rclpy.create_node("bench_probe", context=self.context)
         self.loop = NodeLoop(self.node, lambda: None)
         self.values: dict[str, str] = {}
+        self.controller: dict[str, str] = {}
         self.states = 0
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_status, 10)
         if subscribe_joint_states:
@@ -95,6 +106,8 @@ class Loop:
         for status in msg.status:
             if status.name.endswith("simulator"):
                 self.values = {kv.key: kv.value for kv in status.values}
+            elif status.name.endswith("controller"):
+                self.controller = {kv.key: kv.value for kv in status.values}
 
     def _on_state(self, _msg) -> None:
         self.states += 1
@@ -125,10 +138,20 @@ class Loop:
         cpu = sum(cpu_seconds(p.pid) for p in self.procs) - cpu0
         simulated = self.sim_time() - t0
         period = float(self.values.get("control_period_s") or 0.001)
+        ctrl = self.controller
+
+        def number(key: str) -> float | None:
+            text = ctrl.get(key, "")
+            return float(text) if text else None
+
         return {"wall_s": wall, "simulated_s": simulated,
                 "real_time_factor": simulated / wall, "periods_per_s": simulated / period / wall,
                 "node_cpu_per_period_us": 1e6 * cpu / max(simulated / period, 1.0),
-                "joint_states_received_per_s": (self.states - states0) / wall}
+                "joint_states_received_per_s": (self.states - states0) / wall,
+                "controller_mean_compute_us": number("mean_compute_us"),
+                "controller_missed_fraction": number("missed_fraction"),
+                "controller_saturated": number("info.saturated"),
+                "diverged": self.values.get("diverged", "")}
 
     def close(self) -> None:
         import rclpy
@@ -149,22 +172,31 @@ def run(seconds: float, loops=LOOPS, forms=FORMS, report=print) -> list[dict]:
     """Every (loop, form, mode) row (module docstring)."""
     rows = []
     domain = 60 + os.getpid() % 40
+    modes = (("lockstep, as fast as possible", {"real_time_factor": 0.0}, {}, False),
+             ("lockstep, real_time_factor 1, joint_states subscriber",
+              {"real_time_factor": 1.0}, {}, True),
+             ("hardware form: free-running driver at 1 kHz, controller sync latest",
+              HARDWARE_DRIVER, {"sync": "latest"}, False))
     for label, robot, sim, ctrl in loops:
         for form in forms:
-            for mode, factor, subscribe in (("lockstep, as fast as possible", 0.0, False),
-                                            ("lockstep, real_time_factor 1, joint_states "
-                                             "subscriber", 1.0, True)):
+            for mode, sim_mode, ctrl_mode, subscribe in modes:
+                if form == "composed" and sim_mode is HARDWARE_DRIVER:
+                    continue  # a robot's driver is its own process
                 domain += 1
-                loop = Loop(robot, {**sim, "real_time_factor": factor}, ctrl, form, domain,
+                loop = Loop(robot, {**sim, **sim_mode}, {**ctrl, **ctrl_mode}, form, domain,
                             subscribe)
                 try:
                     row = {"loop": label, "form": form, "mode": mode, **loop.window(seconds)}
                 finally:
                     loop.close()
                 rows.append(row)
-                report(f"  {label:27s} {form:9s} {mode:55s} {row['periods_per_s']:7.0f} "
-                       f"periods/s  real-time factor {row['real_time_factor']:.2f}  "
-                       f"({row['node_cpu_per_period_us']:.0f} us of node CPU per period)")
+                missed = row["controller_missed_fraction"]
+                report(f"  {label:27s} {form:9s} {mode[:40]:40s} {row['periods_per_s']:5.0f} "
+                       f"periods/s, real-time factor {row['real_time_factor']:.2f}, node CPU "
+                       f"{row['node_cpu_per_period_us']:.0f} us/period, controller "
+                       f"{row['controller_mean_compute_us'] or 0:.0f} us, missed "
+                       f"{100 * (missed or 0):.1f} %"
+                       + (f", DIVERGED: {row['diverged']}" if row["diverged"] else ""))
     return rows
 
 
