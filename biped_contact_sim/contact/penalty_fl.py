@@ -31,9 +31,12 @@ and it creeps (about 1 mm/s for a box on four corners near μ = tan α) — and,
 whose feet are dragged sideways, the normal forces computed together with the clipped
 tangential ones no longer hold the feet up (they sank 75 mm and were thrown out). Instead,
 points whose f'_t leaves the cone (‖f'_t‖ > μ max(f'_n, 0)) are fixed on its boundary,
-``f_t,i = μ f_n,i d_i`` with d_i the direction of f'_t,i (eq. 20's direction), their tangential
-rows are dropped and eq. 18 is solved again (minimum-norm least squares) for the normal forces
-of the sliding points and the full forces of the others, until no point leaves the cone; only
+``f_t,i = μ f_n,i d_i``, opposite to their slip, ``d_i = −ṗ_t,i/‖ṗ_t,i‖`` (Coulomb's maximum
+dissipation; eq. 20's direction of f'_t,i only for a point at rest, ``‖ṗ_t‖ ≤ VSLIP``: f'_t
+also compensates the free acceleration, and along the slip it did positive work on a
+tumbling box whose corner slid against it), their tangential rows are dropped and eq. 18 is
+solved again (minimum-norm least squares) for the normal forces of the sliding points and
+the full forces of the others, until no point leaves the cone; only
 then are pulling points dropped (a sticking trial's tangential demand can tilt the normal
 loads of a sliding body until some look pulling); a body sticks while its total
 tangential load fits the sum of its points' cones, and slides with exactly Coulomb's law
@@ -76,6 +79,10 @@ from biped_contact_sim.solvers import min_norm_solve
 
 UNILATERAL = ("active_set", "clip")
 FRICTION = ("coupled", "per_point")
+#: [m/s] a point slower than this slides along the demanded force f'_t (onset of sliding; a
+#: direction from a slower, round-off-sized velocity would be noise); faster ones opposite
+#: to their slip. The work of a wrong direction below it is at most dt·μ f_n·VSLIP.
+VSLIP = 1e-9
 
 
 @dataclass(frozen=True)
@@ -205,13 +212,16 @@ class PenaltyFLContact(ContactModel):
             solves += 1
             if solves >= s.max_active_set_iterations:
                 break
-            if s.friction == "coupled":  # beyond the cone: f_t = μ f_n along f'_t (first)
+            if s.friction == "coupled":  # beyond the cone: f_t = μ f_n opposite the slip
                 ft = np.hypot(fp[:, 0], fp[:, 1])
                 new = keep & ~sliding & (ft > 0.0) \
                     & (ft > mu * np.maximum(fp[:, 2], 0.0) * (1.0 + 1e-12))
                 if new.any():
                     sliding |= new
+                    vt = np.hypot(vc[:, 0], vc[:, 1])
+                    moving = new & (vt > VSLIP)
                     d[new] = fp[new, :2] / ft[new, None]
+                    d[moving] = -vc[moving, :2] / vt[moving, None]
                     continue
             pulling = keep & (fp[:, 2] < 0.0)
             if s.unilateral != "clip" and 0 < pulling.sum() < keep.sum():
@@ -538,14 +548,18 @@ def penalty_forces(G, b, phi, vc, mu, params):
         solves += 1
         if solves >= max_solves:
             break
-        if coupled:  # points beyond their cone slide: f_t = μ f_n along f'_t (first)
+        if coupled:  # points beyond their cone slide: f_t = μ f_n opposite the slip
             n_new = 0
             for i in range(a):
                 if keep[i] and not sliding[i]:
                     ft = np.hypot(fp[i, 0], fp[i, 1])
                     if ft > 0.0 and ft > mu[i] * max(fp[i, 2], 0.0) * (1.0 + 1e-12):
                         sliding[i] = True
-                        d[i, 0], d[i, 1] = fp[i, 0] / ft, fp[i, 1] / ft
+                        vt = np.hypot(vc[i, 0], vc[i, 1])
+                        if vt > VSLIP:
+                            d[i, 0], d[i, 1] = -vc[i, 0] / vt, -vc[i, 1] / vt
+                        else:  # at rest: along the demanded force (eq. 20's direction)
+                            d[i, 0], d[i, 1] = fp[i, 0] / ft, fp[i, 1] / ft
                         n_new += 1
             if n_new:
                 continue
