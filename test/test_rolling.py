@@ -113,3 +113,40 @@ def test_sphere_and_cylinder_slip_by_coulombs_law(model):
         assert slope(t, spins[:, k]) == pytest.approx(spin_up[k], rel=5e-3), k
     assert len(ratios) > 1500 and np.abs(ratios - 1.0).max() <= 1e-6, \
         (len(ratios), np.abs(ratios - 1.0).max())
+
+
+def test_the_normal_drift_of_curved_contacts_is_the_gaps_second_derivative():
+    """γ_n of a contact on a sphere or a cylinder's rim (``contact_geometry.curved_drift``)
+    equals φ̈ at v̇ = 0, the second difference of the detected gap along the motion with a
+    constant body twist (q(t) = q ⊕ t ν): not the material point's acceleration, which for a
+    ball turning at ω is r ω² larger (penalty_fl read it as the ball lifting off and let it
+    sink). Spheres and cylinders (lying, tilted) with random twists, on the ground."""
+    rng = np.random.default_rng(5)
+    tilt = pin.rpy.rpyToMatrix(0.6, 0.4, 0.0)[:, 2]  # the tilted cylinder's axis
+    lowest = 0.15 * abs(tilt[2]) + 0.08 * np.sqrt(1.0 - tilt[2] ** 2)
+    objects = [{"name": "ball", "shape": "sphere", "radius": 0.1, "mass": 1.0,
+                "position": [0.0, 0.0, 0.0999]},
+               {"name": "lying", "shape": "cylinder", "radius": 0.1, "length": 0.3,
+                "mass": 1.0, "position": [1.0, 0.0, 0.0999], "rpy": [np.pi / 2, 0.0, 0.3]},
+               {"name": "tilted", "shape": "cylinder", "radius": 0.08, "length": 0.3,
+                "mass": 1.0, "position": [2.0, 0.0, lowest - 1e-4], "rpy": [0.6, 0.4, 0.0]}]
+    world = parse_world({"ground": {"height": 0.0}, "objects": objects})
+    robot = free_ball()
+    sim = Simulator(robot, make_contact_model("penalty_fl"), world=world, contacts="geometry")
+    q_robot = pin.neutral(robot.model)
+    q_robot[:3] = (5.0, 0.0, 1.0)  # out of the way
+    sim.reset(q_robot)
+    model = sim.model
+    q0, _ = sim.full_state()
+    for _ in range(3):
+        v = rng.standard_normal(model.nv) * 3.0
+        v[:6] = 0.0
+        _, state = sim.contact_state(q0, v, np.zeros(0))
+        contacts = sim.last_contacts
+        gaps = []
+        for h in (-1e-4, 0.0, 1e-4):
+            sim.geometry.workspace.compute(pin.integrate(model, q0, h * v), v)
+            gaps.append(sim.geometry.detect().phi)
+        assert all(len(g) == len(contacts.phi) for g in gaps)
+        second = (gaps[0] - 2.0 * gaps[1] + gaps[2]) / 1e-8
+        np.testing.assert_allclose(state.gamma_c[2::3], second, rtol=1e-4, atol=1e-4)

@@ -581,6 +581,7 @@ class Simulator:
         contacts = Contacts(floats, ints, self._joint_names)
         self._contact_set = contacts
         geo.step_out = src = (out, n, nj, self._nb)
+        geo.curve(W, n, floats, ints)
         if self._transport:
             momentum_terms(W, n, nv, nj, v, self._ff_v, self._ff_com, self._mt)
         res = self.contact.compute(ContactState.from_packed(
