@@ -115,6 +115,41 @@ def test_sphere_and_cylinder_slip_by_coulombs_law(model):
         (len(ratios), np.abs(ratios - 1.0).max())
 
 
+@pytest.mark.parametrize("model", ["gauss_seidel", "penalty_fl"])
+def test_friction_of_a_spinning_sliding_sphere_is_on_its_cone_opposite_the_slip(model):
+    """The sphere thrown along x on flat ground (μ = 0.3) with a spin about x and about the
+    normal: its contact point slips along (2, r ω_x) and the exact-cone models give, on every
+    sliding step, ‖f_t‖ = μ f_n to 1e-6 and f_t opposite the slip after the step to 1e-6 rad
+    (Coulomb's maximum dissipation; gauss_seidel gave 0.64 μ f_n here with the body-frame
+    step). The slip keeps its direction ŝ (for a sphere friction slows v and ω alike) and the
+    centre decelerates at μ g along −ŝ until it rolls."""
+    mu, w = 0.3, np.array([-20.0, 0.0, 25.0])
+    world = parse_world({"ground": {"height": 0.0}, "materials": {"default": {"mu": mu}}})
+    robot = free_ball()
+    sim = Simulator(robot, make_contact_model(model, **SETTINGS.get(model, {})),
+                    settings=SimSettings(dt=DT), world=world, contacts="geometry")
+    q = pin.neutral(robot.model)
+    q[2] = R
+    sim.reset(q, np.array([2.0, 0.0, 0.0, *w]))
+    slip0 = np.array([2.0 - R * w[1], R * w[0]])  # v + ω × (−r e_z) in the plane
+    s_hat = slip0 / np.linalg.norm(slip0)
+    sliding_steps = 0
+    for _ in range(100):  # the slip (2.8 m/s) lasts 2.8 / (3.5 μ g) = 0.27 s
+        step = sim.step(np.zeros(0))
+        f, v = step.f_contact[0], step.vc_next[0]
+        if f[2] > 0.0 and np.hypot(v[0], v[1]) > 1e-2:
+            sliding_steps += 1
+            ft, vt = f[:2], v[:2]
+            assert np.linalg.norm(ft) / (mu * f[2]) == pytest.approx(1.0, abs=1e-6)
+            cos = -ft @ vt / (np.linalg.norm(ft) * np.linalg.norm(vt))
+            assert np.arccos(min(cos, 1.0)) <= 1e-6
+            assert vt @ s_hat / np.linalg.norm(vt) == pytest.approx(1.0, abs=1e-9)
+    assert sliding_steps >= 95
+    Rm = pin.Quaternion(sim.q[3:7]).toRotationMatrix()
+    dv = (Rm @ sim.v[:3])[:2] - [2.0, 0.0]
+    np.testing.assert_allclose(dv, -mu * G * sim.t * s_hat, rtol=5e-3)
+
+
 def test_the_normal_drift_of_curved_contacts_is_the_gaps_second_derivative():
     """γ_n of a contact on a sphere or a cylinder's rim (``contact_geometry.curved_drift``)
     equals φ̈ at v̇ = 0, the second difference of the detected gap along the motion with a
