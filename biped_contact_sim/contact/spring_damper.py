@@ -89,6 +89,7 @@ class SpringDamperContact(ContactModel):
     name = "spring_damper"
     Settings = SpringDamperSettings
     stat_names = ("sliding", "min_normal_force")
+    stores_energy = True  # the stiction springs give back what they stored
 
     def __init__(self, **settings):
         super().__init__(**settings)

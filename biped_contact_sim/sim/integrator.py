@@ -51,7 +51,7 @@ import math
 
 import numpy as np
 
-from biped_contact_sim.jit import F1, F2, I1, f8, i8, kernel
+from biped_contact_sim.jit import F1, F2, I1, F2s, f8, i8, kernel
 from biped_contact_sim.robot.kernels import solve_udut_into, unpack
 
 
@@ -227,3 +227,35 @@ def transport(W, m, nv, nj, q, q_new, v_s, a, dt, ff, ffq, com, mt, v_new):
     solve_udut_into(U, D, lam, dv)
     for r in range(nv):
         v_new[r] += dv[r]
+
+
+@kernel((F1, i8, i8, i8, F2s, F2s, f8, F1), error_model="numpy")
+def contact_energy(W, m, nv, nj, f, vc_next, dt, out):
+    """The kinetic energy the contact impulse ``P = dt f`` gives the bodies over the step, at
+    the step's configuration, and its part that pushes points off their surfaces:
+
+        ΔT_c = ½ν_sᵀMν_s − ½ν_fᵀMν_f = Pᵀ v_c⁺ − ½ PᵀGP,      W_sep = Σᵢ P_n,i max(v_n,i⁺, 0),
+
+    with ``ν_s = ν_f + M⁻¹J_cᵀP`` the step velocity, ``v_c⁺ = J_c ν_s`` (``vc_next``) and
+    ``PᵀGP = ‖X P‖²`` (``G = XᵀX``, the buffer's factor). Friction never adds energy
+    (``P_t·v_t⁺ ≤ 0``, maximum dissipation) and ``−½PᵀGP ≤ 0``, so ``ΔT_c ≤ W_sep``: W_sep is the
+    restitution of the contact law (Newton's e, a penalty spring's rebound, penalty_fl's k_p)
+    and the constraint models' penetration recovery. ``out`` = [ΔT_c, W_sep].
+    """
+    Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
+    work = 0.0
+    sep = 0.0
+    for i in range(m):
+        for c in range(3):
+            work += dt * f[i, c] * vc_next[i, c]
+        if f[i, 2] > 0.0 and vc_next[i, 2] > 0.0:
+            sep += dt * f[i, 2] * vc_next[i, 2]
+    gpp = 0.0
+    for r in range(nv):
+        s = 0.0
+        for i in range(m):
+            for c in range(3):
+                s += X[r, 3 * i + c] * f[i, c]
+        gpp += s * s
+    out[0] = work - 0.5 * dt * dt * gpp
+    out[1] = sep

@@ -54,6 +54,7 @@ from biped_contact_sim.sim.contact_geometry import (
     world_from_terrain,
 )
 from biped_contact_sim.sim.integrator import (
+    contact_energy,
     free_bodies,
     momentum_size,
     momentum_terms,
@@ -128,12 +129,15 @@ class StepResult:
         contacts: the geometry contact set (``collision.Contacts``: bodies, points, ids) or
             None; q_objects, v_objects: the free objects' state after the step (geometry
             contacts with a world that has objects; else empty).
+        contact_work: the kinetic energy the contact impulse gave over the step [J] (≤ 0:
+            dissipated), ``contact_separation`` its part pushing points off their surfaces
+            (restitution, penetration recovery; ``sim.integrator.contact_energy``).
     """
 
     __slots__ = ("_R", "_f_world", "_frames", "_joint_placements", "_out", "_p", "_placements",
-                 "a", "active", "contacts", "energy_prev", "f_contact", "f_external", "ids",
-                 "phi", "q", "q_objects", "q_prev", "stats", "t", "tau", "tau_external", "v",
-                 "v_objects", "vc", "vc_next")
+                 "a", "active", "contact_separation", "contact_work", "contacts", "energy_prev",
+                 "f_contact", "f_external", "ids", "phi", "q", "q_objects", "q_prev", "stats",
+                 "t", "tau", "tau_external", "v", "v_objects", "vc", "vc_next")
 
     def __init__(self, t: float, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau: np.ndarray,
                  p: np.ndarray, phi: np.ndarray, vc: np.ndarray, f_contact: np.ndarray,
@@ -151,6 +155,7 @@ class StepResult:
         self.q_prev, self.energy_prev, self.tau_external = q_prev, energy_prev, tau_external
         self._frames = self.contacts = self._joint_placements = self._out = None
         self.q_objects = self.v_objects = _EMPTY
+        self.contact_work = self.contact_separation = 0.0
 
     # p, placements, frames and joint_placements of ``step``'s lean path are views of the
     # step's output buffer, made when first read (most readers need none): ``_out`` holds
@@ -601,6 +606,8 @@ class Simulator:
                             None, q, energy, None)
         result._out, result.contacts = (step_points, step_placements, src), contacts
         result._frames = result._joint_placements = _LAZY  # (no free objects: q_objects empty)
+        if n:
+            self._contact_energy(W, n, f, result)
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
 
@@ -639,8 +646,19 @@ class Simulator:
                             res.active, res.stats, buf[3 * nv:].reshape(m, 3), None, ids, _LAZY,
                             self._R_world, q, energy, None)
         result._out = (points_positions, points_placements, (out, m, nj, self._nb))
+        if m:
+            self._contact_energy(W, m, f, result)
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
+
+    def _contact_energy(self, W: np.ndarray, m: int, f: np.ndarray,
+                        result: StepResult) -> None:
+        """``result.contact_work`` and ``contact_separation`` (``sim.integrator.contact_energy``)
+        from the step's buffer W (m points)."""
+        out = np.empty(2)
+        nv = self._nv
+        contact_energy(W, m, nv, self._n_joints, f, result.vc_next, self._dt, out)
+        result.contact_work, result.contact_separation = out[0], out[1]
 
     def _transported(self, W: np.ndarray, m: int, q: np.ndarray, q_new: np.ndarray,
                      buf: np.ndarray) -> np.ndarray:
@@ -715,6 +733,16 @@ class Simulator:
         result = StepResult(t_new, q_new, v_new, a, tau, terms.p, state.phi, state.vc, f, None,
                             res.active, res.stats, vc_next, f_ext, state.ids, terms.placements,
                             self._R_world, q_robot, energy, tau_ext)
+        if len(f):
+            if packed is not None:
+                self._contact_energy(packed[0], packed[1], f, result)
+            else:  # a dense state: ½ v⁺ᵀ M v⁺ − ½ v_fᵀ M v_f through its own G
+                P = dt * np.asarray(f, float).reshape(-1)
+                result.contact_work = float(P @ vc_next.reshape(-1) - 0.5 * P @ (
+                    state.Jc @ (state.Minv @ (state.Jc.T @ P))))
+                vn = vc_next.reshape(-1, 3)[:, 2]
+                result.contact_separation = float(np.sum(P[2::3] * np.maximum(vn, 0.0)
+                                                         * (P[2::3] > 0.0)))
         if self.geometry is not None:
             result.frames, result.contacts = self._contact_set.frames, self._contact_set
             # the joints at the step's start (contact_state's compute; geometry_step_terms)
