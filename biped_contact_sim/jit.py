@@ -42,7 +42,7 @@ f8, i8, b1, c16 = nt.float64, nt.int64, nt.boolean, nt.complex128
 F1, F1s = f8[::1], f8[:]
 F2, F2s, F2f = f8[:, ::1], f8[:, :], f8[::1, :]
 F3, F3s = f8[:, :, ::1], f8[:, :, :]
-I1, I1s, I2, I2s = i8[::1], i8[:], i8[:, ::1], i8[:, :]
+I1, I1s, I2, I2s, I2f = i8[::1], i8[:], i8[:, ::1], i8[:, :], i8[::1, :]
 B1, B2 = b1[::1], b1[:, ::1]
 C1 = c16[::1]
 Tuple, UniTuple, none = nt.Tuple, nt.UniTuple, nt.none
@@ -191,18 +191,35 @@ def compile_module(name: str) -> dict:
 
 def _worker(name: str) -> dict:
     _notice[0] = None
-    return compile_module(name)
+    return _compile_or_fail(name)
+
+
+def _compile_or_fail(name: str) -> dict:
+    """``compile_module``, or its failure as a record (``error``: the message's first line)."""
+    t0 = time.process_time()
+    try:
+        return compile_module(name)
+    except Exception as exc:  # a kernel that does not type: reported, the others go on
+        first = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
+        return {"module": name, "kernels": 0, "signatures": 0, "compiled": 0,
+                "seconds": time.process_time() - t0, "error": f"{type(exc).__name__}: {first}"}
 
 
 def cache_location() -> str:
-    """Where numba keeps the compiled kernels (``NUMBA_CACHE_DIR`` if set)."""
+    """Where numba keeps the compiled kernels: ``NUMBA_CACHE_DIR`` if set, else the
+    ``__pycache__`` folders beside the package's modules, or numba's per-user folder when
+    those are not writable."""
     explicit = os.environ.get("NUMBA_CACHE_DIR")
     if explicit:
         return explicit
-    from biped_contact_sim.robot import kernels as robot_kernels
-
-    for disp in KERNELS.get(robot_kernels.__name__, []):
-        return os.path.dirname(disp.stats.cache_path)
+    name = "biped_contact_sim.sim.world"  # any kernel module: they share one locator rule
+    module = importlib.import_module(name)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
+    for disp in KERNELS.get(name, []):
+        path = disp.stats.cache_path
+        if path.startswith(package):
+            return f"__pycache__ folders under {package}"
+        return path
     return "numba's cache"
 
 
@@ -212,7 +229,8 @@ def warm_up(modules: Sequence[str] = KERNEL_MODULES, jobs: int | None = None,
     (default: every core), reporting one line per module as it finishes.
 
     Returns:
-        ``compile_module``'s record of each module, in the order they finished.
+        ``compile_module``'s record of each module, in the order they finished (with an
+        ``error`` entry for a module whose kernels failed to compile).
     """
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(modules)))
     say = report or (lambda message: None)
@@ -222,6 +240,8 @@ def warm_up(modules: Sequence[str] = KERNEL_MODULES, jobs: int | None = None,
     def line(rec: dict) -> None:
         done.append(rec)
         what = f"compiled {rec['compiled']}" if rec["compiled"] else "cached"
+        if "error" in rec:
+            what = f"FAILED: {rec['error']}"
         short = rec["module"].removeprefix("biped_contact_sim.")
         say(f"  [{len(done):2d}/{len(modules)}] {short:36s} "
             f"{rec['kernels']:3d} kernels  {rec['seconds']:6.1f} s CPU  ({what})")
@@ -231,7 +251,7 @@ def warm_up(modules: Sequence[str] = KERNEL_MODULES, jobs: int | None = None,
         _notice[0] = None
         try:
             for name in modules:
-                line(compile_module(name))
+                line(_compile_or_fail(name))
         finally:
             _notice[0] = previous
     else:
@@ -247,6 +267,26 @@ def warm_up(modules: Sequence[str] = KERNEL_MODULES, jobs: int | None = None,
     say(f"  {len(modules)} modules in {time.perf_counter() - t0:.1f} s "
         f"({cpu:.1f} s CPU in {jobs} process{'es' if jobs > 1 else ''})")
     return done
+
+
+def load_imported(prefixes: tuple[str, ...] = ("",)) -> tuple[int, int]:
+    """Load every kernel of the kernel modules imported so far whose name starts with one of
+    ``prefixes`` (a process that will run them pays the cache loading up front, not in its
+    first control period).
+
+    Returns:
+        (kernels, signatures compiled because they were not in the cache).
+    """
+    kernels = misses = 0
+    for module, disps in list(KERNELS.items()):
+        if not module.startswith(prefixes):
+            continue
+        for disp in disps:
+            before = sum(disp.stats.cache_misses.values())
+            load(disp)
+            misses += sum(disp.stats.cache_misses.values()) - before
+            kernels += 1
+    return kernels, misses
 
 
 def iter_kernels(modules: Iterable[str] = KERNEL_MODULES):

@@ -1,5 +1,7 @@
 """Test configuration: what test/ros needs, the ``ros`` fixture of the node test suite, and
-pinocchio's random generator seeded before every test.
+the same conditions on every machine: one BLAS/OpenMP/numba thread (set before numpy loads)
+and the global random generators (pinocchio's, Python's) seeded before each test; numpy's are
+explicit ``default_rng(seed)`` in the tests (ruff's NPY002 refuses the global one).
 
 * test/ros/test_nodes_*.py (the node test suite: plain pytest + rclpy, node processes from the
   console entry points) need rclpy and the message packages: the ROS 2 Jazzy wheels that
@@ -11,9 +13,14 @@ pinocchio's random generator seeded before every test.
 """
 
 import importlib.util
+import os
 import sys
 
-import pytest
+# Before anything imports numpy: thread counts change the rounding of BLAS reductions.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import pytest  # noqa: E402
 
 collect_ignore_glob = []
 
@@ -35,14 +42,20 @@ elif _missing("launch_testing", "launch_ros"):
           "under colcon test on a ROS 2 install; the node suite test/ros/test_nodes_*.py runs)")
 
 
+SEED = 20261127
+
+
 @pytest.fixture(autouse=True)
-def _seeded_pinocchio():
-    """Each test draws the same ``pin.randomConfiguration`` samples whatever ran before it
-    (pinocchio's generator is global to the process: without this a test's samples depend on
-    the tests run before it in the same process)."""
+def _seeded_generators():
+    """Each test draws the same ``pin.randomConfiguration`` samples (and Python ``random``
+    numbers) whatever ran before it: the generators are global to the process, so without this
+    a test's samples depend on the tests run before it."""
+    import random
+
     import pinocchio as pin
 
-    pin.seed(20261127)
+    pin.seed(SEED)
+    random.seed(SEED)
 
 
 @pytest.fixture

@@ -599,7 +599,7 @@ def test_points_step_equals_step_terms():
             Wr, p, phi, pt, vc, placements, finite_r = step_terms(
                 ws.J, ws.U, ws.D, ws.nle, v, tau, sim._limit, sim._v_idx, sim._zero_nv,
                 ws.rotations, ws.translations, ws.velocities, ws.accelerations, ws.support,
-                ws.point_body, ws.local, sim._frames, sim._origins)
+                ws.point_body, ws.joint_ids, ws.local, sim._frames, sim._origins)
             assert finite == finite_r
             phi2, pt2, vc2, tau2 = points_views(out, m, nj)
             for got, want in ((W, Wr), (points_positions(out, m, nj, sim._nb), p),

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 import pinocchio as pin
-from numba import njit
 
 from biped_contact_sim import control as control_layer
 from biped_contact_sim.cli.metrics import biped_metrics, multicontact_metrics, object_metrics
@@ -33,6 +32,7 @@ from biped_contact_sim.contact import make_contact_model
 from biped_contact_sim.contact.base import Stats, positive
 from biped_contact_sim.control import Controller, Measurement
 from biped_contact_sim.errors import BipedSimError, ConfigError, DivergenceError, unknown_name
+from biped_contact_sim.jit import B1, F1, F2, I1, f8, kernel
 from biped_contact_sim.record.buffer import RunningStat
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.observables import (
@@ -546,7 +546,7 @@ def _accumulate(result: RunResult, step: StepResult, mu: float) -> None:
         result.stats.setdefault(key, RunningStat()).append(float(value))
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1), error_model="numpy")
 def accumulate_stats(acc, values):
     """Count, sum, minimum, maximum and the count of positive values (rows of ``acc``) of one
     step's statistics."""
@@ -583,7 +583,7 @@ WARNING_STATS = {
 }
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, f8, F1, F1, F1, I1, f8, f8), error_model="numpy")
 def energy_step(e, energy_prev, tau, v_prev, v, v_idx, dt, t):
     """The energy balance of one step into ``e`` (slots above). The work of the torques over
     the step is ``dt τᵀ (v_a + v_a⁺)/2`` (exact for the kinetic energy of semi-implicit Euler
@@ -650,7 +650,7 @@ RESIDUAL_KEYS = ("signorini_W", "dissipation_gap_W", "cone_violation_N", "penetr
 ACC_RES_MAX, ACC_RES_SUM = 3, 7  # 4 maxima, then 4 sums, in RESIDUAL_KEYS order
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, F1, F2, F2, B1, f8), error_model="numpy")
 def accumulate_step(acc, phi, fc, vc_next, active, mu):
     """``_accumulate`` and ``fidelity_residuals`` of one step into ``acc`` (slots above):
     max penetration, max (‖f_t‖ − μ f_n), min active f_n, per-step residual maxima and sums."""

@@ -344,7 +344,7 @@ class AccelerationLCPContact(ContactModel):
             warm = self._warm
             keys_out, rows = self._buffers[nxt]
             acceleration_lcp_kernel(G, b, vc, phi, state.mu, self._e, dt, self._D, self._params,
-                                    warm.keys, warm.rows, keys, f, self._hit, rows, stats)
+                                    warm.keys, warm.rows, keys, f, self._hit, rows, stats, True)
             keys_out[:] = keys
             np.greater(f[:, 2], 0.0, out=active)
         if zeno:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from biped_contact_sim.contact.acceleration_lcp_warm import FAILED, SOLVED, warm_basis_step
 from biped_contact_sim.contact.base import packed_delassus
 from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts, impact_kernel
+from biped_contact_sim.jit import B1, F1, F2, I1, I2, F1s, I1s, b1, f8, i8, kernel
 from biped_contact_sim.robot.kernels import unpack
 from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
 from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
@@ -23,7 +23,7 @@ from biped_contact_sim.solvers.lemke_kernel import lemke_kernel, pivoting_basis_
 from biped_contact_sim.solvers.warm_start import basic_flags, match_keys
 
 
-@njit(cache=True)
+@kernel((F2, F1, F2, F1, F1, B1, f8, F2, f8, f8, F2, F2, F1))
 def build_lcp_kernel(G, b, vc, phi, mu, sticking, dt, D, beta, eps, slip_u, A, q):
     """The acceleration LCP of step 3 (``AccelerationLCPContact.lcp``), compiled.
 
@@ -82,7 +82,7 @@ def build_lcp_kernel(G, b, vc, phi, mu, sticking, dt, D, beta, eps, slip_u, A, q
         k += 1
 
 
-@njit(cache=True)
+@kernel((F2, F1, F2, F1, F1, f8, f8, f8, i8, F2))
 def _impulsive(G, b, vc, phi, mu, dt, beta, gs_tol, gs_max, f):
     """Step 4: exact velocity-level Coulomb impulse over one step; f ← impulse/dt (a, 3).
 
@@ -115,7 +115,7 @@ MAX_FLIPS = 4
 N_PARAMS = 11
 
 
-@njit(cache=True)
+@kernel((F1, i8, i8, i8, b1, F2, F1, F1s, f8, I1s, F2, F1, F1, B1, I2, i8, B1))
 def acceleration_lcp_step(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, keys_all, f_all,
                           stats, work, impacting_all, keys_buf, stored, active):
     """The step on the simulator's buffer in one call: the warm basis on the factor
@@ -158,10 +158,10 @@ def acceleration_lcp_step(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, keys
         active[i] = f_all[i, 2] > 0.0
 
 
-@njit(cache=True)
+@kernel((F2, F1, F2, F1, F1s, F1, f8, F2, F1, I1, F2, I1s, F2, B1, F2, F1, b1))
 def acceleration_lcp_kernel(G_all, b_all, vc_all, phi_all, mu_all, e_all, dt, D, params,
                             warm_keys, warm_rows, keys_all, f_all, impacting_all, rows_out,
-                            stats, try_basis=True):
+                            stats, try_basis):
     """Steps 1–4 of the module docstring (compiled), over all m_all points.
 
     ``params`` = (margin, v_thr, slip_velocity, β_s, tolerance, max_iterations, pivot_tol,

@@ -23,15 +23,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from biped_contact_sim.jit import F1, F2, I1, F1s, I1s, b1, f8, i8, kernel
 from biped_contact_sim.solvers.lemke_kernel import lu_solve_inplace, most_violated
 
 # Return codes of warm_basis_step.
 NOT_TRIED, SOLVED, FAILED = 0, 1, -1
 
 
-@njit(cache=True)
+@kernel((F2, F2, F1, F1, b1, F2, F1, F1s, f8, F2, F1, I1, F2, I1s, F2, F2, F1, i8))
 def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params, warm_keys,
                     warm_rows, keys_all, f_all, rows_out, stats, max_flips):
     """The stored basis re-solved on the factor (module docstring); steps 1–3 of

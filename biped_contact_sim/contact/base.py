@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit
 
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.jit import F1, F2, I1, b1, i8, kernel
 from biped_contact_sim.robot.kernels import (
     inverse_udut,
     packed_acceleration,
@@ -175,15 +175,15 @@ class ContactState:
         return self.a_free + self.Minv @ (self.Jc.T @ f.reshape(-1))
 
 
-@njit(cache=True, error_model="numpy")
-def packed_delassus(W, m, nv, nj, idx, drift=True):
+@kernel((F1, i8, i8, i8, I1, b1), error_model="numpy")
+def packed_delassus(W, m, nv, nj, idx, drift):
     """``delassus_from_factor`` on the buffer of ``robot.kernels.step_terms``."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
     return delassus_from_factor(X, Jc, af, gc, idx, drift)
 
 
-@njit(cache=True, error_model="numpy")
-def delassus_from_factor(X, Jc, a_free, gamma_c, idx, drift=True):
+@kernel((F2, F2, F1, F1, I1, b1), error_model="numpy")
+def delassus_from_factor(X, Jc, a_free, gamma_c, idx, drift):
     """``G = X_Iᵀ X_I`` and ``b = J_c,I a_free + γ_c,I`` over the rows I of points idx
     (``drift=False``: ``b − γ_c,I``, as numpy would subtract it from b)."""
     k = idx.shape[0]

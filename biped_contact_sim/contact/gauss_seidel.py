@@ -66,7 +66,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from biped_contact_sim.contact.base import (
     ContactModel,
@@ -77,6 +76,7 @@ from biped_contact_sim.contact.base import (
     positive,
 )
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.jit import B1, F1, F2, I1, F1s, I1s, b1, f8, i8, kernel
 from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
 from biped_contact_sim.solvers.lemke import RESIDUAL_TOL, STATUSES, default_max_pivots
 from biped_contact_sim.solvers.lemke_kernel import lemke_kernel
@@ -93,7 +93,7 @@ def contact_keys(state: ContactState, idx: np.ndarray) -> np.ndarray:
     return idx if ids is None else np.asarray(ids)[idx]
 
 
-@njit(cache=True)
+@kernel((F1, F2, f8, f8))
 def candidates(phi, vc, dt, margin):
     """Indices of the candidate points: ``φ_i + dt·min(v_n,i, 0) ≤ margin`` (step 1).
 
@@ -111,7 +111,7 @@ def candidates(phi, vc, dt, margin):
     return out[:k]
 
 
-@njit(cache=True)
+@kernel((I1, F2, F1, F2, F1, F1s))
 def gather_contacts(idx, G, b, vc, phi, mu):
     """The sub-problem of the points ``idx``: ``G[idx, idx]`` (3×3 blocks of the Delassus
     operator), ``b``, ``v_c``, ``φ``, ``μ`` restricted to them, and ``tr G[idx, idx]`` (the
@@ -172,7 +172,7 @@ class ImpactOutcome:
     status: str
 
 
-@njit(cache=True)
+@kernel((F2, F2, F1, f8, F1, f8, f8, i8, f8, F1, F2, B1))
 def impact_kernel(G, vc, phi, dt, e, threshold, pivot_tol, max_pivots, residual_tol, p, vc_out,
                   impacting):
     """Compiled body of :func:`newton_impact`; fills p, vc_out, impacting.
@@ -254,7 +254,7 @@ _GS_STATS = ("candidates", "system_size", "impacts", "impact_failures", "solver_
              "solver_failures", "residual")
 
 
-@njit(cache=True)
+@kernel((F1, i8, i8, i8, b1, F2, F1, F1s, f8, F1, I1, F2, I1s, F2, B1, I1, F2, F1))
 def gauss_seidel_from_packed(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, params,
                              warm_keys, warm_rows, ids, f, active, keys, rows, stats):
     """``gauss_seidel_contact_kernel`` on ``packed_delassus(W, m, nv, nj, all points, drift)``
@@ -264,7 +264,7 @@ def gauss_seidel_from_packed(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, p
                                 warm_rows, ids, f, active, keys, rows, stats)
 
 
-@njit(cache=True)
+@kernel((F2, F1, F2, F1, F1s, f8, F1, I1, F2, I1s, F2, B1, I1, F2, F1))
 def gauss_seidel_contact_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, params, warm_keys,
                                 warm_rows, keys_all, f_all, active_all, keys_out, rows_out,
                                 stats):

@@ -67,7 +67,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from biped_contact_sim.contact.base import (
     ContactModel,
@@ -78,6 +77,7 @@ from biped_contact_sim.contact.base import (
     positive,
 )
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.jit import B1, F1, F2, I1, F1s, Tuple, f8, i8, kernel
 from biped_contact_sim.robot.kernels import unpack
 from biped_contact_sim.solvers import min_norm_solve
 
@@ -281,7 +281,7 @@ class PenaltyFLContact(ContactModel):
         return fp, int(rank), residual
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, f8), error_model="numpy")
 def pivoted_cholesky(G, tol):
     """Upper pivoted Cholesky ``G[π][:, π] = Uᵀ U`` (LAPACK ``dpstrf``'s decomposition): at each
     step the largest diagonal of the remaining Schur complement is the pivot (first one on
@@ -334,7 +334,7 @@ def pivoted_cholesky(G, tol):
     return U, perm, rank
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2,), error_model="numpy")
 def _cholesky(C):
     """Lower Cholesky factor L of a symmetric positive definite C (ok = False otherwise)."""
     k = C.shape[0]
@@ -354,7 +354,7 @@ def _cholesky(C):
     return L, True
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1), error_model="numpy")
 def _cholesky_solve(L, y):
     """Solve ``L Lᵀ x = y``."""
     k = L.shape[0]
@@ -373,7 +373,7 @@ def _cholesky_solve(L, y):
     return x
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1, f8), error_model="numpy")
 def min_norm_kernel(G, r, rtol):
     """``x = G⁺ r`` for a symmetric PSD G, the compiled ``solvers.min_norm_solve`` (same
     mathematics: ``G⁺ = B (BᵀB)⁻¹ (BᵀB)⁻¹ Bᵀ`` with the pivoted factor ``G = B Bᵀ``).
@@ -409,7 +409,7 @@ def min_norm_kernel(G, r, rtol):
     return x, k, np.sqrt(res)
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, i8, i8, i8, F1, F2, F1s, F1, F2, B1, F1), error_model="numpy")
 def penalty_from_packed(W, m, nv, nj, phi, vc, mu, params, f, active, stats):
     """``penalty_forces`` with ``G = X_Aᵀ X_A`` and ``b = J_c,A a_free (+ γ_c,A if params[9])``
     formed for the active set A only, from the simulator's buffer (``ContactState.packed``).
@@ -425,7 +425,7 @@ def penalty_from_packed(W, m, nv, nj, phi, vc, mu, params, f, active, stats):
         _scatter(penalty_forces(G, b, phi[idx], vc[idx], mu[idx], params), idx, f, stats)
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1, F1, F2, F1, F1, F2, B1, F1), error_model="numpy")
 def penalty_from_delassus(G, b, phi, vc, mu, params, f, active, stats):
     """``penalty_forces`` from the Delassus operator and free acceleration of all points
     (outputs as ``penalty_from_packed``)."""
@@ -443,7 +443,7 @@ def penalty_from_delassus(G, b, phi, vc, mu, params, f, active, stats):
     _scatter(penalty_forces(Ga, ba, phi[idx], vc[idx], mu[idx], params), idx, f, stats)
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((Tuple((F2, F1)), I1, F2, F1), error_model="numpy")
 def _scatter(out, idx, f, stats):
     fa, st = out
     for t in range(idx.shape[0]):
@@ -453,7 +453,7 @@ def _scatter(out, idx, f, stats):
     stats[:] = st
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1, B1, B1, F2, F1s, f8), error_model="numpy")
 def _reduced_solve(G, rhs, keep, sliding, d, mu, rtol):
     """Eq. 18 on the points ``keep``, the tangential force of each ``sliding`` point fixed at
     ``μ f_n d`` (its normal row kept, its tangential rows dropped): the minimum-norm least-squares
@@ -522,7 +522,7 @@ def _reduced_solve(G, rhs, keep, sliding, d, mu, rtol):
     return fp, rank, residual
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1, F1, F2, F1s, F1), error_model="numpy")
 def penalty_forces(G, b, phi, vc, mu, params):
     """Eqs. 17–20 of Rengifo et al. over the active points, with our active sets (the module
     docstring).

@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from biped_contact_sim.contact.base import (
     ContactModel,
@@ -39,6 +38,7 @@ from biped_contact_sim.contact.base import (
     positive,
 )
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.jit import B1, F1, F2, I1, F1s, F2s, I1s, b1, f8, kernel
 
 LAWS = ("linear", "hunt_crossley")
 
@@ -200,7 +200,7 @@ class SpringDamperContact(ContactModel):
         return ContactResult(f, active, stats)
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((I1s, F1, F1, F2, F2s, F1s, F1, F1, B1), error_model="numpy")
 def spring_step(ids, table, phi, vc, pt, mu, params, out, active_out):
     """``spring_forces`` with the elongations looked up by contact id in ``table`` (rows (id,
     e₁, e₂) sorted by id, flat; ids are integers, exact in float64 below 2⁵³) and advanced by
@@ -242,7 +242,7 @@ def spring_step(ids, table, phi, vc, pt, mu, params, out, active_out):
     return order.shape[0]
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((I1, F2, I1), error_model="numpy")
 def lookup_anchors(known_ids, anchors, ids):
     """The rows (m, 2) of the points with ``ids`` (NaN where a point has none); ``known_ids``
     sorted."""
@@ -260,7 +260,7 @@ def lookup_anchors(known_ids, anchors, ids):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, F2, F1s, F2, f8, f8, b1, b1, f8, f8, f8, f8), error_model="numpy")
 def spring_forces(phi, vc, mu, elongation, kp, kv, linear, clamp, hc_n, hc_c, kt, ct):
     """Normal law (eq. 2 or Hunt–Crossley) and the stiction spring of the module docstring.
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from biped_contact_sim.contact.base import packed_delassus
 from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts
+from biped_contact_sim.jit import B1, F1, F2, I1, F1s, I1s, f8, i8, kernel
 from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
 from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
 from biped_contact_sim.solvers.lemke_kernel import (
@@ -27,7 +27,7 @@ from biped_contact_sim.solvers.lemke_kernel import (
 from biped_contact_sim.solvers.warm_start import basic_flags, match_keys
 
 
-@njit(cache=True)
+@kernel((F2, F1, F2, F1, F1s, f8, F2, f8, f8, F2, F1))
 def build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q):
     """The LCP ``(A, q)`` of the module docstring (``TimeSteppingContact.lcp``), compiled.
 
@@ -64,7 +64,7 @@ def build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q):
     lcp_rhs(b, vc, phi, dt, D, beta, q)
 
 
-@njit(cache=True)
+@kernel((F1, F2, F1, f8, F2, f8, F1))
 def lcp_rhs(b, vc, phi, dt, D, beta, q):
     """The vector q of the LCP of the module docstring (``build_lcp_kernel``'s q)."""
     m = phi.shape[0]
@@ -81,7 +81,7 @@ def lcp_rhs(b, vc, phi, dt, D, beta, q):
         q[nb + i] = 0.0
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1))
 def spd_solve(M, rhs, x):
     """Solve ``M x = rhs`` for a symmetric positive definite M by Cholesky ``M = L Lᵀ`` (from
     M's lower triangle); False (x untouched) when a pivot is not positive or x is not finite."""
@@ -117,7 +117,7 @@ def spd_solve(M, rhs, x):
     return True
 
 
-@njit(cache=True)
+@kernel((i8, i8, I1, I1, I1, I1))
 def lcp_unknowns(m, d, cols, kind, point, direction):
     """Kind (0: p_n, 1: β, 2: λ), point and direction of the LCP unknowns ``cols`` (the
     ordering ``z = [p_n; β; λ]`` of the module docstring, β point-major)."""
@@ -132,7 +132,7 @@ def lcp_unknowns(m, d, cols, kind, point, direction):
             kind[t], point[t], direction[t] = 2, c - nb, 0
 
 
-@njit(cache=True)
+@kernel((F2, F2, F1s, f8, F1, I1, F1, F1))
 def warm_basis_solve(G, D, mu, eps, q, cols, z, w):
     """The complementary basis ``cols`` of the LCP of the module docstring: ``A_BB z_B = −q_B``
     (``build_lcp_kernel``'s block, by Cholesky when it is symmetric positive definite, else by
@@ -231,7 +231,7 @@ TS_STATS = ("candidates", "system_size", "solver_iterations", "warm_starts",
 _WARM, _LEMKE, _FB, _FALLBACK = 0, 1, 2, 3
 
 
-@njit(cache=True)
+@kernel((F1, i8, i8, i8, F2, F1, F1s, f8, F2, F1, I1, F2, I1s, F2, B1, I1, F2, F1))
 def time_stepping_from_packed(W, m, nv, nj, vc_all, phi_all, mu_all, dt, D, params, warm_keys,
                               warm_rows, ids, f, active, keys, rows, stats):
     """``time_stepping_kernel`` on ``packed_delassus(W, m, nv, nj, all points, False)`` (b_v:
@@ -241,7 +241,7 @@ def time_stepping_from_packed(W, m, nv, nj, vc_all, phi_all, mu_all, dt, D, para
                          ids, f, active, keys, rows, stats)
 
 
-@njit(cache=True)
+@kernel((F2, F1, F2, F1, F1s, f8, F2, F1, I1, F2, I1s, F2, B1, I1, F2, F1))
 def time_stepping_kernel(G_all, b_all, vc_all, phi_all, mu_all, dt, D, params, warm_keys,
                          warm_rows, keys_all, f_all, active_all, keys_out, rows_out, stats):
     """The solve of the module docstring (steps 1–4), compiled, over all m_all points.

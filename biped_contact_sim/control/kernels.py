@@ -32,10 +32,11 @@ control step. The tests compare every kernel with its numpy/pinocchio reference.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from biped_contact_sim.jit import F1, F2, F3, I1, I2, F2s, b1, f8, i8, kernel
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1, F1, F2, F1))
 def point_rows(J, acc, v, r, J_out, drift_out):  # pragma: no cover - compiled
     """J_out (6, nv), drift_out (6,) of the point at offset r (module docstring); the frame's
     angular velocity ω = J_ang v."""
@@ -64,7 +65,7 @@ def point_rows(J, acc, v, r, J_out, drift_out):  # pragma: no cover - compiled
     drift_out[5] = a2
 
 
-@njit(cache=True)
+@kernel((F2, F1, F2))
 def surface_resultant(positions, com, W):  # pragma: no cover - compiled
     """W (6, 6 n_s) ← W_com of surface contacts at ``positions`` (n_s, 3) about ``com``."""
     W[:] = 0.0
@@ -81,7 +82,7 @@ def surface_resultant(positions, com, W):  # pragma: no cover - compiled
         W[5, c + 0], W[5, c + 1] = -r1, r0
 
 
-@njit(cache=True)
+@kernel((I2, F2, F3, I1, F2))
 def linkage(spec, positions, rotations, offsets, W):  # pragma: no cover - compiled
     """W (m, N) ← W_int of the row specs (m, 3) = (kind, i, j), kind 0 tension, 1 moment, 2
     normal force (``control.grasp``).
@@ -110,7 +111,7 @@ def linkage(spec, positions, rotations, offsets, W):  # pragma: no cover - compi
     return True
 
 
-@njit(cache=True)
+@kernel((F2, F3, F2, F2, F1))
 def wrenches_at(wrench_sole, rotations, origins, points, out):  # pragma: no cover - compiled
     """out (6 n,) ← world wrenches [f; m_P] about ``points`` of sole wrenches (n, 6)."""
     for k in range(wrench_sole.shape[0]):
@@ -131,7 +132,7 @@ def wrenches_at(wrench_sole, rotations, origins, points, out):  # pragma: no cov
         out[o + 5] -= d0 * f1 - d1 * f0
 
 
-@njit(cache=True)
+@kernel((F2, F2, F2, i8, f8, f8, F1, F1, F1))
 def hermite(q, v, a, k, tau, dt, q_out, v_out, a_out):  # pragma: no cover - compiled
     """q_out, v_out, a_out at the fraction tau ∈ [0, 1] between grid rows k and k + 1:
     h00 q_k + h10 dt v_k + h01 q_k+1 + h11 dt v_k+1 and its derivative, (1 − tau) a_k +
@@ -149,7 +150,7 @@ def hermite(q, v, a, k, tau, dt, q_out, v_out, a_out):  # pragma: no cover - com
         a_out[i] = (1.0 - tau) * a[k, i] + tau * a[k + 1, i]
 
 
-@njit(cache=True)
+@kernel((F2, F1, f8, f8))
 def _whiten(J, e, rcond, scale):  # pragma: no cover - compiled
     """(ok, L⁻¹J, L⁻¹e) for X = J Jᵀ = L Lᵀ; ok False if X is not numerically PD (the test of
     ``control.linalg.cholesky``; scale ≤ 0: max diag X)."""
@@ -170,7 +171,7 @@ def _whiten(J, e, rcond, scale):  # pragma: no cover - compiled
     return True, np.ascontiguousarray(W[:, :J.shape[1]]), np.ascontiguousarray(W[:, J.shape[1]])
 
 
-@njit(cache=True)
+@kernel((F2, f8, f8))
 def _pinv_psd(X, rcond, scale):  # pragma: no cover - compiled
     w, V = np.linalg.eigh(0.5 * (X + X.T))
     top = max(scale, 1e-300)
@@ -183,7 +184,7 @@ def _pinv_psd(X, rcond, scale):  # pragma: no cover - compiled
     return out, rank
 
 
-@njit(cache=True)
+@kernel((F2, F1, I1, F2, F1, f8, F2, F1))
 def prioritized(J_up, e_up, sizes, J_last, e_last, rcond, J_force,
                 F_force):  # pragma: no cover - compiled
     """Compiled ``control.linalg.prioritized`` (same arguments, ``sizes`` an int array, no
@@ -261,7 +262,7 @@ def prioritized(J_up, e_up, sizes, J_last, e_last, rcond, J_force,
 
 
 
-@njit(cache=True)
+@kernel((F2, f8, f8))
 def _cholesky(X, rcond, scale):  # pragma: no cover - compiled
     """(ok, lower C) with X = C Cᵀ from X's lower triangle; ok False where
     ``control.linalg.cholesky`` returns None (a pivot ≤ 0 or C_ii² < rcond · scale; scale ≤ 0:
@@ -287,7 +288,7 @@ def _cholesky(X, rcond, scale):  # pragma: no cover - compiled
     return True, C
 
 
-@njit(cache=True)
+@kernel((F2, F2))
 def _cho_solve(C, B):  # pragma: no cover - compiled
     """X⁻¹ B for X = C Cᵀ (C lower), B of shape (n, m): forward and back substitution."""
     n, m = B.shape
@@ -306,7 +307,7 @@ def _cho_solve(C, B):  # pragma: no cover - compiled
     return Y
 
 
-@njit(cache=True)
+@kernel((F2, F1, F2, F1, i8, f8))
 def constrained_space(Minv, h, J_s, gamma_s, j0, rcond):  # pragma: no cover - compiled
     """Compiled constrained dynamics of a support (Sentis et al. eqs. 20–26), the actuated
     coordinates being v[j0:]: the first part of ``control.linalg.constrained_space``.
@@ -336,7 +337,7 @@ def constrained_space(Minv, h, J_s, gamma_s, j0, rcond):  # pragma: no cover - c
     return True, D, B, a0, f0
 
 
-@njit(cache=True)
+@kernel((F2, F2, F2, F2, F1, F1))
 def internal_force_torques(W_int, D, G, T, f_int_cmd, f_task):  # pragma: no cover - compiled
     """Compiled ``control.linalg.internal_force_torques`` (Γ_int of Sentis et al. eq. 42):
     (ok, Γ_int); ok False where the reference takes the SVD pseudo-inverse."""
@@ -350,7 +351,7 @@ def internal_force_torques(W_int, D, G, T, f_int_cmd, f_task):  # pragma: no cov
     return True, -(x @ AL)
 
 
-@njit(cache=True)
+@kernel((F2, F2, F2, F2, F1, F1, b1, F1, f8, F1, f8, f8, f8, b1, b1))
 def internal_force_law(W_int, D, G, T, f_task, F_meas, has_meas, f_int_ref, tension,
                        integral, kp_int, ki_dt, int_limit, pi_on,
                        torques_on):  # pragma: no cover - compiled
@@ -392,7 +393,7 @@ def internal_force_law(W_int, D, G, T, f_task, F_meas, has_meas, f_int_ref, tens
     return ok, d_tau, ref, cmd, meas
 
 
-@njit(cache=True)
+@kernel((F2, F2, F2, F1, F1, i8, F2, F1, I1, i8, F1, f8, F1, F2, F1, f8))
 def task_torques(B, G, D, f0, a0, j0, J_up, e_up, sizes, i_am, w_am, e_am, e_post, J_force,
                  F_force, rcond):  # pragma: no cover - compiled
     """Compiled ``control.linalg.task_torques`` (same arguments, j0 for U = rows j0: of v,
@@ -418,7 +419,7 @@ def task_torques(B, G, D, f0, a0, j0, J_up, e_up, sizes, i_am, w_am, e_am, e_pos
     return True, T, T @ y, fallbacks
 
 
-@njit(cache=True)
+@kernel((F1, F2s, F2s, F3, F2, f8, F1, I1, I1))
 def sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho, shares, rows,
                            force_rows):  # pragma: no cover - compiled
     """Compiled ``control.linalg.sole_centre_allocation`` (same arguments, ``rows`` and
@@ -460,7 +461,7 @@ def sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho, shares
     return True, np.ascontiguousarray(null_basis.T) @ (Winv @ mu - lam0)
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1, I1, i8, f8))
 def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - compiled
     """Compiled ``control.linalg.closed_chain`` (same arguments, ``vi`` an int array): (ok,
     v̇_b, q̈_a, Q, R), empty arrays where the reference returns None. The complete Q of J_b is

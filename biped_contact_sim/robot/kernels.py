@@ -26,46 +26,69 @@ and in the contact frame C_i = [t₁ t₂ n] with origin o_i: ``(p_t, φ) = C_i�
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from biped_contact_sim.jit import (
+    B2,
+    F1,
+    F2,
+    F3,
+    I1,
+    I2,
+    F2f,
+    F2s,
+    F3s,
+    I1s,
+    f8,
+    i8,
+    kernel,
+    ro,
+)
 
-@njit(cache=True, error_model="numpy")
+#: numba types of the joints' rotations, translations, velocities and accelerations as
+#: ``robot.model.DataViews`` holds them (read-only strided views of pinocchio's storage)
+JOINTS = (ro(F3s), ro(F2s), ro(F2s), ro(F2s))
+
+@kernel(
+    (F2f, F1, *JOINTS, B2, I1, I1, F2, F3, F2, F2, F1),
+    error_model="numpy",
+)
 def point_terms(J, v, rotations, translations, velocities, accelerations, support, point_body,
-                local, frames, origins, Jc, gc):
+                joints, local, frames, origins, Jc, gc):
     """Contact-point terms of docs/methods.md §1 in contact frames (module docstring).
 
     Args:
         J: (6, nv) WORLD joint Jacobians (pinocchio Data).
         v: (nv,) generalized velocity.
-        rotations, translations: the joint placements ``R_b`` (3, 3), ``t_b`` (3,) of the
-            bodies that carry points (tuples or stacked arrays).
-        velocities, accelerations: their spatial velocity and (q̈ = 0) acceleration (6,) in
-            the joint frame (pinocchio ``data.v``, ``data.a``; linear part first).
-        support: (nb, nv) bool, the columns of J that move body b.
-        point_body: (m,) body index b(i); local: (m, 3) point in its joint frame.
+        rotations, translations: (njoints, 3, 3) and (njoints, 3), the joint placements
+            ``R_b``, ``t_b`` (``robot.model.DataViews``).
+        velocities, accelerations: (njoints, 6), their spatial velocity and (q̈ = 0)
+            acceleration in the joint frame (pinocchio ``data.v``, ``data.a``; linear first).
+        support: (njoints, nv) bool, the columns of J that move joint b.
+        point_body: (m,) the joint b(i) of point i; joints: (nb,) the joints whose placements
+            are returned; local: (m, 3) point in its joint frame.
         frames: (k, 3, 3) contact frames (columns t₁, t₂, n), k = m or 1 (shared);
         origins: (k, 3) a point of each contact surface.
         Jc, gc: outputs, (3m, nv) contact-frame Jacobians and (3m,) drifts.
 
     Returns:
         p (m, 3) world positions, phi (m,), p_tangent (m, 2), vc (m, 3), in contact frames
-        except p, and the joint placements ``[R_b | t_b]`` (nb, 3, 4) (copies: the observers
-        read them after the Data moved on).
+        except p, and the placements ``[R_b | t_b]`` (nb, 3, 4) of ``joints`` (copies: the
+        observers read them after the Data moved on).
     """
     m = point_body.shape[0]
     p = np.empty((m, 3))
     phi = np.empty(m)
     pt = np.empty((m, 2))
     vc = np.empty((m, 3))
-    placements = np.empty((support.shape[0], 3, 4))
-    placements_into(rotations, translations, placements)
+    placements = np.empty((joints.shape[0], 3, 4))
+    joint_placements_into(rotations, translations, joints, placements)
     point_terms_into(J, v, rotations, translations, velocities, accelerations, support,
                      point_body, local, frames.reshape((frames.shape[0], 9)), origins, Jc, gc,
                      p, phi, pt, vc)
     return p, phi, pt, vc, placements
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((ro(F3s), ro(F2s), F3), error_model="numpy")
 def placements_into(rotations, translations, placements):
     """``placements[b] = [R_b | t_b]`` for every b < len(placements)."""
     for b in range(placements.shape[0]):
@@ -78,7 +101,25 @@ def placements_into(rotations, translations, placements):
             placements[b, r, 3] = t[r]
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((ro(F3s), ro(F2s), I1, F3), error_model="numpy")
+def joint_placements_into(rotations, translations, joints, placements):
+    """``placements[b] = [R_j | t_j]`` of joint ``j = joints[b]``."""
+    for b in range(joints.shape[0]):
+        j = joints[b]
+        R = rotations[j]
+        t = translations[j]
+        for r in range(3):
+            placements[b, r, 0] = R[r, 0]
+            placements[b, r, 1] = R[r, 1]
+            placements[b, r, 2] = R[r, 2]
+            placements[b, r, 3] = t[r]
+
+
+@kernel(
+    (F2f, F1, *JOINTS, B2, I1s, F2s, F2s, F2, F2, F1, F2, F1, F2, F2),
+    (F2f, F1, *JOINTS, I2, I1s, F2s, F2s, F2, F2, F1, F2, F1, F2, F2),
+    error_model="numpy",
+)
 def point_terms_into(J, v, rotations, translations, velocities, accelerations, support,
                      point_body, local, frames, origins, Jc, gc, p, phi, pt, vc):
     """``point_terms`` into given outputs p (m, 3), phi (m,), p_tangent (m, 2), vc (m, 3)
@@ -140,7 +181,7 @@ def point_terms_into(J, v, rotations, translations, velocities, accelerations, s
         p[i, 0], p[i, 1], p[i, 2] = pw0, pw1, pw2
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2f, F1, F1, F1, I1, F1, F2, F1, F1, F2, F2, F1), error_model="numpy")
 def free_motion(U, D, nle, tau, v_idx, extra, Jc, tf, a, X, Uc, Dc):
     """``τ_free = Sᵀτ − h + extra``, ``a_free = M⁻¹ τ_free`` and ``X = D^{-1/2} U⁻¹ J_cᵀ``
     into the outputs tf, a, X, with copies Uc, Dc of U and D (so a state outlives the Data
@@ -176,7 +217,7 @@ def free_motion(U, D, nle, tau, v_idx, extra, Jc, tf, a, X, Uc, Dc):
             X[r, c] *= s
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1, F1), error_model="numpy")
 def solve_udut(U, D, y):
     """``x = M⁻¹ y`` with ``M = U D Uᵀ`` (U unit upper triangular)."""
     nv = y.shape[0]
@@ -197,7 +238,7 @@ def solve_udut(U, D, y):
     return x
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1, F1, F1), error_model="numpy")
 def solve_udut_into(U, D, y, x):
     """``solve_udut`` into x (not y): the same operations, without temporaries."""
     nv = y.shape[0]
@@ -215,7 +256,7 @@ def solve_udut_into(U, D, y, x):
         x[r] = s
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1), error_model="numpy")
 def inverse_udut(U, D):
     """Dense ``M⁻¹`` from ``M = U D Uᵀ`` (only for readers of ``ContactState.Minv``)."""
     nv = D.shape[0]
@@ -228,7 +269,7 @@ def inverse_udut(U, D):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1, F2, F1, F1), error_model="numpy")
 def contact_acceleration(U, D, X, a_free, f):
     """``v̇ = a_free + M⁻¹ J_cᵀ f = a_free + U⁻ᵀ D^{-1/2} X f`` (f stacked (t₁, t₂, n))."""
     nv, n3 = X.shape
@@ -249,7 +290,7 @@ def contact_acceleration(U, D, X, a_free, f):
     return x
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, F1, f8, F2), error_model="numpy")
 def euler_velocity(v, a, dt, Jc):
     """Semi-implicit Euler velocity ``v⁺ = v + dt a``, the contact velocities ``J_c v⁺`` and
     ``max |v⁺|`` (NaN if v⁺ is not finite)."""
@@ -273,13 +314,13 @@ def euler_velocity(v, a, dt, Jc):
     return vn, vc.reshape(n3 // 3, 3), vmax
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((i8, i8, i8), error_model="numpy")
 def packed_size(m, nv, nj):
     """Length of the per-step buffer of ``step_terms`` (layout in ``unpack``)."""
     return 3 * m * nv + 3 * m + nv * 3 * m + nv * nv + 3 * nv + nj
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, i8, i8, i8), error_model="numpy")
 def unpack(W, m, nv, nj):
     """Views of the per-step buffer: J_c (3m, nv), γ_c (3m,), X (nv, 3m), U (nv, nv), D (nv,),
     τ_free (nv,), a_free (nv,), clamped τ (nj,)."""
@@ -310,7 +351,7 @@ def unpack_views(W: np.ndarray, m: int, nv: int, nj: int) -> tuple[np.ndarray, .
             W[o3:o4].reshape(nv, nv), W[o4:o5], W[o5:o6], W[o6:o7], W[o7:o7 + nj])
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, F1, F1), error_model="numpy")
 def clamp_torques(tau, limit, out):
     """``out = clip(τ, −τ_max, τ_max)`` (the URDF effort limits); False if τ has a NaN/Inf."""
     finite = True
@@ -322,9 +363,12 @@ def clamp_torques(tau, limit, out):
     return finite
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (F2f, F2f, F1, F1, F1, F1, F1, I1, F1, *JOINTS, B2, I1, I1, F2, F3, F2),
+    error_model="numpy",
+)
 def step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations, velocities,
-               accelerations, support, point_body, local, frames, origins):
+               accelerations, support, point_body, joints, local, frames, origins):
     """One call for a step's terms: τ clamped to ``[−limit, limit]`` (and whether it was
     finite), ``point_terms`` and ``free_motion``.
 
@@ -341,27 +385,27 @@ def step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translation
     Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
     finite = clamp_torques(tau, limit, tc_o)
     p, phi, pt, vc, placements = point_terms(
-        J, v, rotations, translations, velocities, accelerations, support, point_body, local,
-        frames, origins, Jc_o, gc_o)
+        J, v, rotations, translations, velocities, accelerations, support, point_body, joints,
+        local, frames, origins, Jc_o, gc_o)
     free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
     return W, p, phi, pt, vc, placements, finite
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, i8, i8, i8), error_model="numpy")
 def refresh_free_motion(W, m, nv, nj):
     """``a_free = M⁻¹ τ_free`` again in W (after ``τ_free`` was changed in place)."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
     af[:] = solve_udut(U, D, tf)
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, i8, i8, i8, F1), error_model="numpy")
 def packed_acceleration(W, m, nv, nj, f):
     """``contact_acceleration`` from the buffer W."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
     return contact_acceleration(U, D, X, af, f)
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, i8, i8, i8, F1, F1, f8), error_model="numpy")
 def euler_step(W, m, nv, nj, f, v, dt):
     """``v̇ = a_free + M⁻¹ J_cᵀ f`` then ``euler_velocity``: returns (v̇, v⁺, J_c v⁺, max|v⁺|)."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
@@ -370,7 +414,7 @@ def euler_step(W, m, nv, nj, f, v, dt):
     return a, vn, vc, vmax
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, i8, i8, i8, F2s, F1, f8, F1), error_model="numpy")
 def euler_into(W, m, nv, nj, f, v, dt, out):
     """``euler_step`` into ``out`` = [v̇ (nv) | v⁺ (nv) | dt v⁺ (nv) | J_c v⁺ (3m)] for forces f
     (m, 3) (any memory layout); returns ``max |v⁺|`` (NaN if v⁺ is not finite). The same
@@ -410,13 +454,16 @@ def euler_into(W, m, nv, nj, f, v, dt, out):
     return vmax
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((i8, i8, i8), error_model="numpy")
 def points_out_size(m, nj, nb):
     """Length of ``points_step``'s output (layout in ``points_views``)."""
     return 9 * m + nj + 12 * nb
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (F1, I1, F1, *JOINTS, F2f, F2f, F1, F1, F1, F1, F1, F1),
+    error_model="numpy",
+)
 def points_step(static_f, static_i, extra, rotations, translations, velocities, accelerations,
                 J, U, D, nle, v, tau, W, out):
     """``step_terms`` on the simulator's packed fixed arrays (``pack_points``) and the joints'
@@ -441,16 +488,8 @@ def points_step(static_f, static_i, extra, rotations, translations, velocities, 
     origins = static_f[nj + 3 * m + 9:nj + 3 * m + 12].reshape((1, 3))
     Jc_o, gc_o, X_o, U_o, D_o, tf_o, af_o, tc_o = unpack(W, m, nv, nj)
     finite = clamp_torques(tau, limit, tc_o)
-    placements = out[9 * m + nj:9 * m + nj + 12 * nb].reshape((nb, 3, 4))
-    for b in range(nb):
-        j = joints[b]
-        R = rotations[j]
-        t = translations[j]
-        for r in range(3):
-            placements[b, r, 0] = R[r, 0]
-            placements[b, r, 1] = R[r, 1]
-            placements[b, r, 2] = R[r, 2]
-            placements[b, r, 3] = t[r]
+    joint_placements_into(rotations, translations, joints,
+                          out[9 * m + nj:9 * m + nj + 12 * nb].reshape((nb, 3, 4)))
     point_terms_into(J, v, rotations, translations, velocities, accelerations, support,
                      point_joint, local, frames, origins, Jc_o, gc_o,
                      out[:3 * m].reshape((m, 3)), out[3 * m:4 * m],

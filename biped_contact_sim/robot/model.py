@@ -273,66 +273,111 @@ class RobotModel:
         return RobotTerms(M_upper, Minv, h, p, J.reshape(3 * m, model.nv), gamma.ravel())
 
 
-class TermsWorkspace:
-    """Per-step robot terms for one ``Data``, read in place from pinocchio (the simulator's fast
-    path; ``RobotModel.terms`` is the reference it is tested against).
+def stacked_views(views: list[np.ndarray]) -> tuple[np.ndarray, bool]:
+    """One ``(n, *shape)`` array over per-joint arrays and whether it follows their storage.
+
+    eigenpy hands out views of pinocchio's ``std::vector`` storage (``Data.oMi``, ``Data.v``,
+    ``Data.a``): equally spaced blocks of one buffer. When every view is one (same shape and
+    strides, none owning its data, addresses a constant step apart), the result is a strided
+    view over that buffer (no copy, it follows the Data: one array for the kernels instead of
+    a tuple of n, whose unboxing at each call cost more than the kernel's work); otherwise a
+    stacked copy (``live`` False: take it again after each computation).
+    """
+    first = views[0]
+    if len(views) > 1 and all(v.shape == first.shape and v.strides == first.strides
+                              and not v.flags.owndata for v in views):
+        step = views[1].ctypes.data - first.ctypes.data
+        if step >= first.nbytes and all(v.ctypes.data == first.ctypes.data + k * step
+                                        for k, v in enumerate(views)):
+            return np.lib.stride_tricks.as_strided(
+                first, (len(views), *first.shape), (step, *first.strides),
+                writeable=False), True
+    return np.array(views), False
+
+
+class DataViews:
+    """Pinocchio's per-step terms of a model, read in place from its ``Data``.
 
     ``compute(q, v)`` runs two C++ algorithms: ``computeAllTerms`` (FK with the joint spatial
     velocities and q̈ = 0 accelerations, M, h, the WORLD joint Jacobians J, kinetic and
     potential energy) and ``cholesky.decompose`` (the tree-sparse ``M = U D Uᵀ``). The arrays
-    they fill are held as views of the Data, taken once here, so a step costs two binding
-    calls; ``robot.kernels`` then evaluates the point terms and solves.
+    they fill are held as views of the Data, taken once, so a step costs two binding calls;
+    the compiled kernels then read them (where eigenpy hands out copies instead, they are
+    taken again after each computation).
 
     Attributes:
-        point_body: (m,) index into ``joints`` of the joint carrying point i.
-        local: (m, 3) point i in its joint frame.
-        support: (nb, nv) bool, the velocity components that move joint b.
+        J (6, nv), nle (nv,), U (nv, nv), D (nv,): pinocchio's arrays.
+        rotations (njoints, 3, 3), translations (njoints, 3): the joint placements;
+        velocities, accelerations (njoints, 6): their spatial velocities and (q̈ = 0)
+            accelerations in the joint frames (``stacked_views`` of ``Data.oMi/v/a``).
+        support: (njoints, nv) bool, the velocity components that move joint j (row 0, the
+            universe, is empty: the static world contributes nothing to a contact Jacobian).
     """
 
-    def __init__(self, robot: RobotModel, data: pin.Data):
-        model = robot.model
+    def __init__(self, model: pin.Model, data: pin.Data):
         self.model, self.data = model, data
-        frames = [model.frames[f] for f in robot.point_frame_ids]
-        self.joints = robot.contact_joints
-        self.point_body = np.array([self.joints.index(f.parentJoint) for f in frames],
-                                   dtype=np.int64)
-        self.local = np.array([f.placement.translation for f in frames]).reshape(-1, 3)
-        self.support = np.zeros((len(self.joints), model.nv), dtype=bool)
-        for b, j in enumerate(self.joints):
+        self.support = np.zeros((model.njoints, model.nv), dtype=bool)
+        for j in range(1, model.njoints):
             for k in model.supports[j]:
                 if k > 0:
-                    self.support[b, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
-        # eigenpy returns views of Data's members; check it (a copy would freeze the terms, so
-        # then they are fetched again at every step).
-        self._live = True
-        self._views()
+                    self.support[j, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
+        self._live = self._terms_live = False
         self.compute(pin.neutral(model), np.zeros(model.nv))
-        before = [x.copy() for x in self._all_views()]
+        # Held once when eigenpy hands out views of the Data's own storage (the same memory
+        # after another computation), else fetched again at every step.
+        held = (self.J, self.nle, self.U, self.D)
         self.compute(pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq)),
                      np.ones(model.nv))
-        self._live = any(np.any(a != b) for a, b in zip(self._all_views(), before, strict=True))
-        self._views()
+        fresh = (data.J, data.nle, data.U, data.D)
+        self._terms_live = all(not a.flags.owndata and a.ctypes.data == b.ctypes.data
+                               and np.array_equal(a, b)
+                               for a, b in zip(held, fresh, strict=True))
+        self.compute(pin.neutral(model), np.zeros(model.nv))
 
-    def _views(self) -> None:
-        data = self.data
-        self.J, self.nle, self.U, self.D = data.J, data.nle, data.U, data.D
-        self.rotations = tuple(data.oMi[j].rotation for j in self.joints)
-        self.translations = tuple(data.oMi[j].translation for j in self.joints)
-        self.velocities = tuple(data.v[j].vector for j in self.joints)
-        self.accelerations = tuple(data.a[j].vector for j in self.joints)
-
-    def _all_views(self) -> list[np.ndarray]:
-        return [self.J, self.nle, self.U, self.D, *self.rotations, *self.translations,
-                *self.velocities, *self.accelerations]
+    @property
+    def live(self) -> bool:
+        """Whether the held arrays follow the Data (then ``compute`` is the two algorithms)."""
+        return self._terms_live and self._live
 
     def compute(self, q: np.ndarray, v: np.ndarray) -> None:
-        """Run pinocchio's algorithms at (q, v); the views then hold the new terms."""
-        pin.computeAllTerms(self.model, self.data, q, v)
-        pin.cholesky.decompose(self.model, self.data)
-        if not self._live:
-            self._views()
+        """Run pinocchio's algorithms at (q, v); the held arrays then hold the new terms."""
+        model, data = self.model, self.data
+        pin.computeAllTerms(model, data, q, v)
+        pin.cholesky.decompose(model, data)
+        if self._terms_live and self._live:
+            return
+        self.J, self.nle, self.U, self.D = data.J, data.nle, data.U, data.D
+        if self._live:
+            return
+        r = range(model.njoints)
+        self.rotations, live_r = stacked_views([data.oMi[j].rotation for j in r])
+        self.translations, live_t = stacked_views([data.oMi[j].translation for j in r])
+        self.velocities, live_v = stacked_views([data.v[j].vector for j in r])
+        self.accelerations, live_a = stacked_views([data.a[j].vector for j in r])
+        self._live = live_r and live_t and live_v and live_a
 
     @property
     def energy(self) -> tuple[float, float]:
         """Kinetic and potential energy at the last (q, v) [J] (computed by computeAllTerms)."""
         return self.data.kinetic_energy, self.data.potential_energy
+
+
+class TermsWorkspace(DataViews):
+    """``DataViews`` of a robot with its contact points (the simulator's points path;
+    ``RobotModel.terms`` is the reference it is tested against).
+
+    Attributes:
+        joints: the joints that carry points (``RobotModel.contact_joints``); ``joint_ids``
+            the same as an int64 array.
+        point_body: (m,) the joint carrying point i (an index into the Data's joints).
+        local: (m, 3) point i in its joint frame.
+    """
+
+    def __init__(self, robot: RobotModel, data: pin.Data):
+        model = robot.model
+        super().__init__(model, data)
+        frames = [model.frames[f] for f in robot.point_frame_ids]
+        self.joints = robot.contact_joints
+        self.joint_ids = np.array(self.joints, dtype=np.int64)
+        self.point_body = np.array([f.parentJoint for f in frames], dtype=np.int64)
+        self.local = np.array([f.placement.translation for f in frames]).reshape(-1, 3)

@@ -30,6 +30,7 @@ from biped_contact_sim.ros.node_common import (
     NodeLoop,
     declare,
     declare_robot_parameters,
+    load_kernels,
     log_events,
     plain,
     run_node,
@@ -45,7 +46,7 @@ QOS_DEPTH = 10
 class ControllerNode(Node):
     """Runs ``ctc`` or ``wbc`` with a behaviour on measured states (module docstring)."""
 
-    def __init__(self):
+    def __init__(self, phase=None):
         super().__init__(NODE_NAME)
         robot_values = declare_robot_parameters(self)
         values = {s.name: plain(declare(self, s)) for s in params.controller_parameter_specs()
@@ -53,6 +54,8 @@ class ControllerNode(Node):
         values.update({k: v for k, v in robot_values.items() if k != "robot_overrides"})
         self.config = params.controller_config(values)  # ConfigError: every bad value, named
         cfg = self.config
+        phase = phase or (lambda done, following: None)
+        phase("parameters declared and checked", "loading the robot and the controller")
         self.robot = robot_source.load_robot(cfg.robot_config, cfg.urdf_path,
                                              cfg.robot_description,
                                              robot_values["robot_overrides"])
@@ -60,6 +63,12 @@ class ControllerNode(Node):
         self.assembler = controller_session.MeasurementAssembler(self.robot, cfg.sync,
                                                                  cfg.max_measurement_age)
         self.session = controller_session.ControllerSession(self.robot, cfg)
+        phase(f"robot {self.robot.name} and controller {cfg.controller} built",
+              "loading compiled kernels")
+        kernels, compiled = load_kernels(self.get_logger().info, ("biped_contact_sim.control.",))
+        phase(f"{kernels} compiled kernels loaded"
+              + (f" ({compiled} compiled: run `biped-sim warm-up` once after installing)"
+                 if compiled else " from numba's cache"), "creating topics")
 
         self.msg_types = {
             topics.JOINT_TORQUE_CMD: JointState,
@@ -86,6 +95,7 @@ class ControllerNode(Node):
         self.next_cycle = now
         self.next_diagnostics = now
         self.loop = NodeLoop(self, self.on_wake, static=True)
+        phase("topics created", "running")
         self.get_logger().info(
             f"Controller {cfg.controller!r}, behaviour {cfg.behavior!r} on {self.robot.name}, "
             f"control period {cfg.control_period:g} s, sync {cfg.sync!r}")
@@ -169,9 +179,9 @@ class ControllerNode(Node):
         return min(wake)
 
 
-def main(args=None) -> int:
+def main(args=None, stopper=None) -> int:
     """Entry point of ``ros2 run biped_contact_sim controller_node``."""
-    return run_node(ControllerNode, NODE_NAME, args)
+    return run_node(ControllerNode, NODE_NAME, args, stopper)
 
 
 if __name__ == "__main__":

@@ -28,8 +28,8 @@ from biped_contact_sim.control import (
 from biped_contact_sim.errors import BipedSimError, ConfigError
 from biped_contact_sim.record import messages
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.ros.events import Event
 from biped_contact_sim.ros.params import SYNC_MODES, ControllerNodeConfig
-from biped_contact_sim.ros.sim_session import Event
 from biped_contact_sim.ros.topics import (
     _NS,
     COM,

@@ -1,42 +1,52 @@
-"""Console entry points of the nodes: ``simulator_node`` and ``controller_node``.
+"""Console entry points of the nodes: ``simulator_node``, ``controller_node`` and
+``composed_node`` (both in one process).
 
-A node spends seconds importing rclpy, pinocchio and numba before it can run. ``ros2 launch``
-stops its processes with SIGINT whenever it ends, also during that time; Python's default
-handler would then raise KeyboardInterrupt inside some import and print a traceback. So this
-module, which imports nothing heavy, first replaces the SIGINT and SIGTERM handlers with one
-that only records the request; :func:`~biped_contact_sim.ros.node_common.run_node` takes it
-over and stops at once, cleanly (exit code 0).
+The first thing each does, before importing anything heavy, is :func:`signals.install`: from
+then on SIGINT and SIGTERM are answered at any moment, also while rclpy, pinocchio and numba
+load (``ros/signals.py``). The last is :func:`exit_now`: once the node is destroyed and rclpy
+shut down there is nothing left to clean up, and the interpreter's own teardown of hundreds of
+modules and of numba's compiled code took seconds, which ros2 launch counts against its 5 s.
 """
 
-import signal
+import os
 import sys
 
-STOP_REQUESTED: list[int] = []  # signals received before the node's own handler was installed
+from biped_contact_sim.ros import signals
 
 
-def _record(signum, _frame) -> None:
-    STOP_REQUESTED.append(signum)
+def exit_now(code: int) -> None:
+    """Flush the output streams and end the process with ``code``, without the interpreter's
+    teardown."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
-def _early_handlers() -> None:
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _record)
-
-
-def simulator(args=None) -> int:
+def simulator(args=None) -> None:
     """``ros2 run biped_contact_sim simulator_node``."""
-    _early_handlers()
+    stopper = signals.install("simulator_node")
     from biped_contact_sim.ros.sim_node import main
 
-    return main(args)
+    exit_now(main(args, stopper))
 
 
-def controller(args=None) -> int:
+def controller(args=None) -> None:
     """``ros2 run biped_contact_sim controller_node``."""
-    _early_handlers()
+    stopper = signals.install("controller_node")
     from biped_contact_sim.ros.controller_node import main
 
-    return main(args)
+    exit_now(main(args, stopper))
+
+
+def composed(args=None) -> None:
+    """``ros2 run biped_contact_sim composed_node``: simulator and controller in one process."""
+    stopper = signals.install("composed_node")
+    from biped_contact_sim.ros.composed import main
+
+    exit_now(main(args, stopper))
 
 
 if __name__ == "__main__":

@@ -11,16 +11,15 @@ waitables) to a ``SingleThreadedExecutor`` only when one of them is ready (waita
 a second). Between waits the node's ``on_wake`` runs its periodic work and says when it next
 needs to run. rclpy's own ``wait_for_message`` uses the same wait-set API.
 
-**Shutdown** (:func:`run_node`). rclpy's default signal handler shuts the context down from a
-signal thread, so a publish in progress raised ``RCLError: publisher's context is invalid``,
-and a second Ctrl-C during ``destroy_node`` a ``KeyboardInterrupt`` traceback. The nodes
-initialise rclpy without its signal handlers and install their own for SIGINT and SIGTERM: a
-signal only asks the loop to stop (waits last at most :data:`MAX_WAIT`); then the node is
-destroyed and rclpy shut down, and further signals are ignored. Exit code 0, no traceback. A
-node still busy :data:`FORCE_STOP_AFTER` after the first request (a contact model's first step
-compiling its numba kernels on a cold cache takes tens of seconds) exits at the next signal
-(``ros2 launch`` sends SIGTERM after 5 s), with code 0 and one line on stderr, without its
-cleanup.
+**Shutdown** (:func:`run_node`, ``ros/signals.py``). rclpy's default signal handler shuts the
+context down from a signal thread, so a publish in progress raised ``RCLError: publisher's
+context is invalid``, and a second Ctrl-C during ``destroy_node`` a ``KeyboardInterrupt``
+traceback. The nodes initialise rclpy without its signal handlers; SIGINT and SIGTERM are taken
+by one thread of ours (``signals.Stopper``): during start-up they end the process at once; once
+the loop runs they ask it to stop (a wait lasts at most :data:`MAX_WAIT`), then the node is
+destroyed and rclpy shut down, exit code 0, no traceback; a node that has not ended
+``signals.GRACE`` seconds after the request exits at once. Each phase of the start-up is logged
+with the time it took.
 
 **TF** (:func:`optional_tf_broadcaster`): ``tf2_ros`` is not among the ROS 2 wheels on PyPI;
 TF is only for visualisation, so without it the simulator warns once and skips it.
@@ -28,8 +27,6 @@ TF is only for visualisation, so without it the simulator warns once and skips i
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -46,13 +43,13 @@ from rclpy.signals import SignalHandlerOptions
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.record.messages import fill_message
 from biped_contact_sim.robot.config import load_robot_config
+from biped_contact_sim.ros import signals
 from biped_contact_sim.ros.params import ParamSpec, common_robot_specs
 from biped_contact_sim.ros.robot_source import robot_parameters
 
 DESCRIPTOR_FACTORIES = {"floating_point_range": FloatingPointRange,
                         "integer_range": IntegerRange}
 MAX_WAIT = 0.05  # [s] longest single wait: a stop request is seen within this
-FORCE_STOP_AFTER = 2.0  # [s] a signal this long after an unfinished stop request exits at once
 EXECUTOR_PERIOD = 1.0  # [s] the executor also runs this often (QoS event waitables)
 
 
@@ -95,6 +92,21 @@ def declare_robot_parameters(node: Node) -> dict:
         overrides[name] = plain(declare(node, spec))
     values["robot_overrides"] = overrides
     return values
+
+
+def load_kernels(log: Callable[[str], None], prefixes: tuple[str, ...]) -> tuple[int, int]:
+    """Load the compiled kernels of the modules under ``prefixes`` (``jit.load_imported``:
+    the node's own, not every module it happens to import); from now on ``log`` announces any
+    kernel that compiles (``biped-sim warm-up`` did not run on this machine, or a source
+    changed since).
+
+    Returns:
+        (kernels, signatures compiled).
+    """
+    from biped_contact_sim import jit
+
+    jit.set_compile_notice(log)
+    return jit.load_imported(prefixes)
 
 
 def optional_tf_broadcaster(node: Node):
@@ -141,7 +153,8 @@ class NodeLoop:
     """
 
     def __init__(self, node: Node, on_wake: Callable[[], float | None], static: bool = False):
-        self.node, self.on_wake, self.static = node, on_wake, static
+        self.node, self.static = node, static
+        self.nodes, self.wakes = [node], [on_wake]
         self.executor = SingleThreadedExecutor(context=node.context)
         self.executor.add_node(node)
         self.stop_requested = False
@@ -152,10 +165,31 @@ class NodeLoop:
         self._subs: list = []
         self._adds: list = []
 
+    def add(self, node: Node, on_wake: Callable[[], float | None]) -> None:
+        """Spin another node of the same context in this loop (the composed form: simulator
+        and controller in one process, one wait set)."""
+        self.nodes.append(node)
+        self.wakes.append(on_wake)
+        self.executor.add_node(node)
+        self._next_refresh = 0.0
+
+    def on_wake(self) -> float | None:
+        """Every node's periodic work; the earliest time one of them must run again."""
+        due = None
+        for wake in self.wakes:
+            t = wake()
+            if t is not None and (due is None or t < due):
+                due = t
+        return due
+
     def _entities(self) -> tuple[list, list, list, list]:
-        node = self.node
-        return list(node.subscriptions), list(node.services), list(node.timers), \
-            list(node.clients)
+        subs, services, timers, clients = [], [], [], []
+        for node in self.nodes:
+            subs += node.subscriptions
+            services += node.services
+            timers += node.timers
+            clients += node.clients
+        return subs, services, timers, clients
 
     def _run_executor(self) -> None:
         """Execute every callback the executor finds ready now (services, timers, waitables)."""
@@ -238,54 +272,44 @@ class NodeLoop:
         self.executor.shutdown(timeout_sec=0)
 
 
-def run_node(make_node: Callable[[], Node], node_name: str, args=None) -> int:
-    """init (without rclpy's signal handlers) → node → :class:`NodeLoop` until SIGINT/SIGTERM
-    → destroy → shutdown (module docstring). A ConfigError at start-up is logged as fatal and
-    gives exit code 1, without a traceback."""
-    from biped_contact_sim.ros.entry import STOP_REQUESTED
+def run_node(make_nodes: Callable[..., Node | list[Node]], node_name: str, args=None,
+             stopper: signals.Stopper | None = None) -> int:
+    """init (without rclpy's signal handlers) → node(s) → one :class:`NodeLoop` until
+    SIGINT/SIGTERM → destroy → shutdown (module docstring). ``make_nodes(phase)`` builds the
+    node (or the nodes of a composed process, spun by the first one's loop), logging each
+    phase of its start-up with ``phase(done, next)`` (``signals.timed_phase``). A ConfigError
+    at start-up is logged as fatal and gives exit code 1, without a traceback.
 
-    stop = {"requested": bool(STOP_REQUESTED), "loop": None, "at": None}
-
-    def on_signal(signum, _frame):
-        now = time.monotonic()
-        if stop["at"] is not None and now - stop["at"] > FORCE_STOP_AFTER:
-            # Still busy a while after the first request (e.g. numba compiling a model's
-            # kernels on a cold cache: tens of seconds): a second signal ends the process now,
-            # as ros2 launch's SIGTERM after 5 s or a second Ctrl-C asks.
-            os.write(2, f"[{node_name}] stopping now: still busy {now - stop['at']:.0f} s after "
-                        "the first stop request\n".encode())
-            os._exit(0)
-        if stop["at"] is None:
-            stop["at"] = now
-        stop["requested"] = True
-        if stop["loop"] is not None:
-            stop["loop"].request_stop()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    if STOP_REQUESTED:  # a signal came while importing: stop before starting anything
-        stop["requested"] = True
-    node = None
+    Args:
+        stopper: the process's signal taker (``ros.entry`` installs it before the heavy
+            imports); installed here when the node is started otherwise.
+    """
+    if stopper is None:
+        stopper = signals.install(node_name)
+    logger = get_logger(node_name)
+    phase = signals.timed_phase(stopper, logger.info)
+    phase("imported rclpy, pinocchio and numba", "initialising rclpy")
+    nodes: list[Node] = []
     code = 0
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     try:
-        if stop["requested"]:
-            return 0
-        node = make_node()
-        loop = node.loop
-        stop["loop"] = loop
-        if stop["requested"]:
-            loop.request_stop()
+        stopper.phase = "building the node"
+        made = make_nodes(phase)
+        nodes = list(made) if isinstance(made, (list, tuple)) else [made]
+        loop = nodes[0].loop
+        for node in nodes[1:]:
+            loop.add(node, node.loop.on_wake)
+        stopper.attach(loop.request_stop)
         loop.spin()
     except ExternalShutdownException:
         pass
     except ConfigError as exc:
-        get_logger(node_name).fatal(f"Invalid configuration:\n{exc}")
+        logger.fatal(f"Invalid configuration:\n{exc}")
         code = 1
     finally:
-        for s in previous:  # from here on a signal changes nothing: cleanup runs to its end
-            signal.signal(s, signal.SIG_IGN)
-        if node is not None:
+        for node in nodes:
             node.loop.close()
             node.destroy_node()
         rclpy.try_shutdown()
+        stopper.finished()
     return code

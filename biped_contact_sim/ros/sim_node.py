@@ -35,6 +35,7 @@ from biped_contact_sim.ros.node_common import (
     NodeLoop,
     declare,
     declare_robot_parameters,
+    load_kernels,
     log_events,
     optional_tf_broadcaster,
     plain,
@@ -56,12 +57,14 @@ QOS_DEPTH = 10
 # every state; with 10 the oldest unacknowledged states were dropped for it after 10 periods.
 STATE_DEPTH = 200
 BATCH_BUDGET = 0.02  # [s] longest run of periods between two waits (services stay responsive)
+# The kernel modules the simulator runs (loaded at start-up, not in the first period)
+SIM_KERNELS = tuple(f"biped_contact_sim.{p}." for p in ("robot", "solvers", "contact", "sim"))
 
 
 class SimulatorNode(Node):
     """Steps the simulator and publishes the topics of README "Topic contract" (module doc)."""
 
-    def __init__(self):
+    def __init__(self, phase=None):
         super().__init__(NODE_NAME)
         if self.get_parameter("use_sim_time").value:
             self.get_logger().warning("use_sim_time is true, but this node publishes /clock: "
@@ -76,9 +79,17 @@ class SimulatorNode(Node):
                 values[spec.name] = plain(declare(self, spec))
         values.update({k: v for k, v in robot_values.items() if k != "robot_overrides"})
         self.config = params.sim_config(values)  # ConfigError: every bad value, named
+        phase = phase or (lambda done, following: None)
+        phase("parameters declared and checked", "building robot, world and contact model")
         world = sim_session.build_world(self.config, robot_values["robot_overrides"])
         self.session = sim_session.SimSession(world, self.config)
         self.robot = robot = world.robot
+        phase(f"robot {robot.name} ({robot.nv} DoF, {robot.n_points} contact points), "
+              f"{self.config.contact_model} and the simulator built", "loading compiled kernels")
+        kernels, compiled = load_kernels(self.get_logger().info, SIM_KERNELS)
+        phase(f"{kernels} compiled kernels loaded"
+              + (f" ({compiled} compiled: run `biped-sim warm-up` once after installing)"
+                 if compiled else " from numba's cache"), "creating topics and services")
 
         self.msg_types = {
             topics.CLOCK: Clock,
@@ -122,6 +133,7 @@ class SimulatorNode(Node):
         self.next_markers = now
         self.next_diagnostics = now
         self.loop = NodeLoop(self, self.on_wake, static=True)
+        phase("topics and services created", "running")
         cfg = self.config
         contacts = world.sim.contacts + (f" in world {world.world_name!r}"
                                          if world.world_name else "")
@@ -262,9 +274,9 @@ class SimulatorNode(Node):
         return SetParametersResult(successful=True)
 
 
-def main(args=None) -> int:
+def main(args=None, stopper=None) -> int:
     """Entry point of ``ros2 run biped_contact_sim simulator_node``."""
-    return run_node(SimulatorNode, NODE_NAME, args)
+    return run_node(SimulatorNode, NODE_NAME, args, stopper)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from biped_contact_sim.errors import DivergenceError
 from biped_contact_sim.record import messages
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import load_robot_config
+from biped_contact_sim.ros.events import Event
 from biped_contact_sim.ros.params import SimNodeConfig, contact_model, scenario_options, substeps
 from biped_contact_sim.ros.robot_source import load_robot, robot_parameters
 from biped_contact_sim.ros.scheduling import (
@@ -105,14 +106,6 @@ def build_world(config: SimNodeConfig, robot_overrides: Mapping[str, Any] | None
     sim.reset(q0, v0)
     return World(robot, sim, np.asarray(q0, float), np.asarray(v0, float), scenario.name, params,
                  str(params.get(WORLD_KEY) or scenario.world or ""))
-
-
-@dataclass
-class Event:
-    """Something the node should log: severity (``info``/``warning``/``error``) and text."""
-
-    severity: str
-    text: str
 
 
 @dataclass

@@ -44,6 +44,7 @@ import pinocchio as pin
 
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.robot.model import stacked_views
 from biped_contact_sim.sim.collision_kernels import (
     F_E,
     F_FRAME,
@@ -499,28 +500,6 @@ def _alloc(capacity: int) -> list[np.ndarray]:
 def work_buffers(out: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The two buffers under ``_alloc``'s views."""
     return out[0].base, out[2].base
-
-
-def stacked_views(views: list[np.ndarray]) -> tuple[np.ndarray, bool]:
-    """One ``(n, *shape)`` array over per-joint arrays and whether it follows their storage.
-
-    eigenpy hands out views of pinocchio's ``std::vector`` storage (``Data.oMi``, ``Data.v``,
-    ``Data.a``): equally spaced blocks of one buffer. When every view is one (same shape and
-    strides, none owning its data, addresses a constant step apart), the result is a strided
-    view over that buffer (no copy, it follows the Data: one array for the kernels instead of
-    a tuple of n, whose unboxing at each call cost more than the detection itself); otherwise
-    a stacked copy (``live`` False: take it again after each computation).
-    """
-    first = views[0]
-    if len(views) > 1 and all(v.shape == first.shape and v.strides == first.strides
-                              and not v.flags.owndata for v in views):
-        step = views[1].ctypes.data - first.ctypes.data
-        if step >= first.nbytes and all(v.ctypes.data == first.ctypes.data + k * step
-                                        for k, v in enumerate(views)):
-            return np.lib.stride_tricks.as_strided(
-                first, (len(views), *first.shape), (step, *first.strides),
-                writeable=False), True
-    return np.array(views), False
 
 
 def finish_reference(n, work, rotations, translations, e_table, geom_mat, feature_mat,

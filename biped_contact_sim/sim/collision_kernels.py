@@ -11,7 +11,24 @@ numpy reference of ``finish_kernel`` (test_collision).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from biped_contact_sim.jit import (
+    F1,
+    F2,
+    F3,
+    I1,
+    I2,
+    F1s,
+    F2s,
+    F3s,
+    I2f,
+    Tuple,
+    b1,
+    f8,
+    i8,
+    kernel,
+    ro,
+)
 
 KIND_BOX, KIND_SPHERE, KIND_CYLINDER, KIND_OTHER = 0, 1, 2, 3
 #: contacts a feature pair may produce (box–box clipping gives at most 8)
@@ -26,7 +43,7 @@ I_BODY1, I_BODY2, I_ID, I_GEOM1, I_OTHER, I_GROUND = 0, 1, 2, 3, 4, 5
 I_COLS = 6
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((I2, F3), error_model="numpy")
 def work_views(ints, floats):
     """``_alloc``'s views, in the kernels: B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH,
     FALLBACK."""
@@ -34,7 +51,7 @@ def work_views(ints, floats):
             floats[4, :, 1], floats[3], ints[3], ints[4], ints[5:7].T)
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((I1, F2, F3, F3), error_model="numpy")
 def static_views(static_i, static_3, static_33, tables):
     """The fixed arrays of ``Detector._pack_static``: kind, joint, R, t, half, radius, group,
     material of the geometries, plane_n, plane_o, plane_mat, box_R, box_t, box_half, box_mat,
@@ -62,12 +79,12 @@ def static_views(static_i, static_3, static_33, tables):
             static_3[o + G, 0], tables[1], feature_mat, ground)
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, F1), error_model="numpy")
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1), error_model="numpy")
 def _mv(R, x):
     """R x for a 3 x 3 R of any memory layout."""
     out = np.empty(3)
@@ -76,7 +93,7 @@ def _mv(R, x):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1), error_model="numpy")
 def _mtv(R, x):
     """Rᵀ x."""
     out = np.empty(3)
@@ -85,18 +102,22 @@ def _mtv(R, x):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, i8), error_model="numpy")
 def _col(R, i):
     return np.array([R[0, i], R[1, i], R[2, i]])
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, F2, i8), error_model="numpy")
 def _dot_col(a, R, i):
     """aᵀ R[:, i] without a temporary."""
     return a[0] * R[0, i] + a[1] * R[1, i] + a[2] * R[2, i]
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (Tuple((I1, I1, F2, F2, F2, F1s, I1, F1s, F2, I1, I1, I2f)), i8, i8, i8, F1, F1, F1, f8, i8,
+     f8, ro(F1s), i8, i8),
+    error_model="numpy",
+)
 def _push(out, n, b1, b2, p1, p2, nrm, gap, key, mu, anchor, g1, other):
     """Append a contact; returns the new count (−1: capacity exceeded)."""
     B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, _ = out
@@ -108,7 +129,7 @@ def _push(out, n, b1, b2, p1, p2, nrm, gap, key, mu, anchor, g1, other):
     return n + 1
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((i8, F2, F1, F1, F1), error_model="numpy")
 def _support_points(kind, R, c, half, nrm):
     """The points of a box, sphere or cylinder that can touch a plane of normal nrm from its
     free side: a box's 8 vertices, a sphere's lowest point, a cylinder's lowest rim points
@@ -147,7 +168,11 @@ def _support_points(kind, R, c, half, nrm):
     return pts, k
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (Tuple((I1, I1, F2, F2, F2, F1s, I1, F1s, F2, I1, I1, I2f)), i8, i8, F2, F1, F1, F1, F1, f8,
+     i8, i8, f8, i8, i8),
+    error_model="numpy",
+)
 def _vs_plane(out, n, kind, R, c, half, nrm, o, margin, b1, key, mu, g, other):
     """Closed-form contacts of a box, sphere or cylinder (body b1) with a static plane: its
     support points with their own gaps."""
@@ -163,14 +188,18 @@ def _vs_plane(out, n, kind, R, c, half, nrm, o, margin, b1, key, mu, g, other):
     return n
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, F1, F1), error_model="numpy")
 def _cylinder_support(a, axis, half):
     """Half-extent of a cylinder (radius half[0], half-length half[2], unit axis) along a."""
     x = abs(_dot(a, axis))
     return half[2] * x + half[0] * np.sqrt(max(0.0, 1.0 - x * x))
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (Tuple((I1, I1, F2, F2, F2, F1s, I1, F1s, F2, I1, I1, I2f)), i8, F2, F1, F1, F2, F1, F1, f8,
+     i8, i8, i8, f8, ro(F1s), i8, i8),
+    error_model="numpy",
+)
 def _cylinder_box(out, n, Rc, cc, hc, Rb, cb, hb, margin, b1, b2, key, mu, anchor, g, other):
     """A cylinder (body b1) against a box: the box face of largest separation (separating
     axes over the box's face normals), then the cylinder's lowest rim points against that
@@ -204,7 +233,7 @@ def _cylinder_box(out, n, Rc, cc, hc, Rb, cb, hb, margin, b1, b2, key, mu, ancho
     return n
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, i8, F1, F1, f8), error_model="numpy")
 def _clip(poly, k, axis, origin, limit):
     """Sutherland–Hodgman: the part of polygon ``poly[:k]`` with ``axis·(p − origin) ≤ limit``."""
     out = np.empty((poly.shape[0], 3))
@@ -223,7 +252,11 @@ def _clip(poly, k, axis, origin, limit):
     return out, m
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (Tuple((I1, I1, F2, F2, F2, F1s, I1, F1s, F2, I1, I1, I2f)), i8, F2, F1, F1, F2, F1, F1, f8,
+     i8, i8, i8, f8, ro(F1s), i8, i8, b1),
+    error_model="numpy",
+)
 def _box_box(out, n, R1, c1, h1, R2, c2, h2, margin, b1, b2, key, mu, anchor, g, other,
              static2):
     """Box 1 (body b1) against box 2 (body b2): separating axes over the 6 face normals, then
@@ -284,7 +317,11 @@ def _box_box(out, n, R1, c1, h1, R2, c2, h2, margin, b1, b2, key, mu, anchor, g,
     return n
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (Tuple((I1, I1, F2, F2, F2, F1s, I1, F1s, F2, I1, I1, I2f)), i8, F1, f8, F2, F1, F1, b1, f8,
+     i8, i8, i8, f8, ro(F1s), i8, i8),
+    error_model="numpy",
+)
 def _sphere_box(out, n, cs, r, Rb, cb, hb, sphere_first, margin, b1, b2, key, mu, anchor, g,
                 other):
     """A sphere (centre cs, radius r) against a box: closest point of the box."""
@@ -313,7 +350,11 @@ def _sphere_box(out, n, cs, r, Rb, cb, hb, sphere_first, margin, b1, b2, key, mu
     return _push(out, n, b1, b2, pb, ps, -nw, gap, key, mu, anchor, g, other)
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (I1, I1, F3, F2, F2, F1s, I1, I1, ro(F3s), ro(F2s), F2, F2, I1, F3, F2, F2, I1, F2, f8, I1,
+     I1, F2, F2, F2, F1s, I1, F1s, F2, I1, I1, I2f),
+    error_model="numpy",
+)
 def detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, translations,
                   plane_n, plane_o, plane_mat, box_R, box_t, box_half, box_mat, mu_table,
                   margin, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, FALLBACK):
@@ -427,7 +468,7 @@ def detect_kernel(kind, joint, gR, gt, half, radius, group, gmat, rotations, tra
     return n, nf, Rw, cw
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((f8, f8, f8, F1), error_model="numpy")
 def _frame_into(n0, n1, n2, out):
     """``world.frame_from_normal`` of the normal (n0, n1, n2) into ``out`` (9,) row-major,
     without temporaries (the same floating-point operations)."""
@@ -446,7 +487,10 @@ def _frame_into(n0, n1, n2, out):
     out[2], out[5], out[8] = n0, n1, n2
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (i8, I1, I1, F2, F2, F2, F1s, I1, F1s, F2, I1, I1, ro(F3s), ro(F2s), F2, I1, I1, i8),
+    error_model="numpy",
+)
 def finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations, translations,
                   e_table, geom_mat, feature_mat, ground):
     """The contact set's two arrays ``(floats, ints)`` (``Contacts``; fresh, from the first n
@@ -461,7 +505,10 @@ def finish_kernel(n, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations, t
     return floats, ints
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (F2, I2, I1, I1, F2, F2, F2, F1s, I1, F1s, F2, I1, I1, ro(F3s), ro(F2s), F2, I1, I1, i8),
+    error_model="numpy",
+)
 def finish_into(floats, ints, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rotations,
                 translations, e_table, geom_mat, feature_mat, ground):
     """``finish_kernel`` into given (m, ``F_COLS``) and (m, ``I_COLS``) arrays."""
@@ -496,7 +543,7 @@ def finish_into(floats, ints, B1, B2, P1, P2, N, GAP, KEY, MU, ANC, G1, OTH, rot
                 + floats[i, F_FRAME + 6 + c] * (P1[i, 2] - ANC[i, 2])
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((I1, F2, F3, F3, I2, F3, ro(F3s), ro(F2s)), error_model="numpy")
 def detect_finish_kernel(static_i, static_3, static_33, tables, work_i, work_f, rotations,
                          translations):
     """``detect_kernel`` then ``finish_kernel`` in one call (the step's path), on the detector's
@@ -514,7 +561,11 @@ def detect_finish_kernel(static_i, static_3, static_33, tables, work_i, work_f, 
     return n, nf, floats, ints
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (Tuple((I1, I1, F3, F2, F2, F1s, I1, I1, F2, F2, I1, F3, F2, F2, I1, F2, f8, F2, I1, i8)),
+     Tuple((I1, I1, F2, F2, F2, F1s, I1, F1s, F2, I1, I1, I2f)), ro(F3s), ro(F2s)),
+    error_model="numpy",
+)
 def detect_only(static, work, rotations, translations):
     """``detect_kernel`` on ``static_views`` and ``work_views``: the count and the pairs left
     for coal."""

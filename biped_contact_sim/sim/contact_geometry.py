@@ -22,11 +22,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import pinocchio as pin
-from numba import njit
 
 from biped_contact_sim.contact import ContactState
-from biped_contact_sim.jit import F1, F2, F3, I1, I2, F2s, F3s, i8, kernel, ro
+from biped_contact_sim.jit import B2, F1, F2, F3, I1, I2, F2f, F2s, F3s, i8, kernel, ro
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.kernels import (
     clamp_torques,
@@ -36,12 +34,12 @@ from biped_contact_sim.robot.kernels import (
     point_terms_into,
     unpack,
 )
+from biped_contact_sim.robot.model import DataViews
 from biped_contact_sim.sim.collision import (
     CollisionSettings,
     Contacts,
     Detector,
     collision_model,
-    stacked_views,
 )
 from biped_contact_sim.sim.collision_kernels import (
     F_COLS,
@@ -69,7 +67,10 @@ from biped_contact_sim.sim.world import ContactLaw, Plane, World, build_world_mo
 
 
 # --------------------------------------------------------------------- per-step terms
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (F2f, F2f, F1, F1, F1, F1, F1, I1, F1, ro(F3s), ro(F2s), ro(F2), ro(F2), B2, F2, I2),
+    error_model="numpy",
+)
 def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations,
                         velocities, accelerations, support, floats, ints):
     """``robot.kernels.step_terms`` for contacts between two bodies: the point terms of p₁ on
@@ -95,7 +96,11 @@ def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
     return W, p, phi, vc, placements, finite
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (F2f, F2f, F1, F1, F1, F1, F1, I1, F1, ro(F3s), ro(F2s), ro(F2), ro(F2), B2, F2, I2, F1, F2,
+     F1, F2, F3),
+    error_model="numpy",
+)
 def geometry_terms_into(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations,
                         velocities, accelerations, support, floats, ints, W, p, phi, vc,
                         placements):
@@ -145,7 +150,7 @@ def geometry_terms_into(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
     return finite
 
 
-@kernel((F1, i8, i8, i8, F2, I2, I1, F2, F3, F2, I1, i8, ro(F3s), ro(F2s)), error_model="numpy")
+@kernel((F1, i8, i8, i8, F2, I2, I1, F2, F3, F2, I1, i8, ro(F3s), ro(F2)), error_model="numpy")
 def curved_drift(W, m, nv, nj, floats, ints, kind, half, geom_R, geom_t, joint, first,
                  rotations, velocities):
     """The normal drift of contacts on spheres and cylinders made the gap's second derivative.
@@ -220,7 +225,7 @@ def curved_drift(W, m, nv, nj, floats, ints, kind, half, geom_R, geom_t, joint, 
         gc[3 * i + 2] -= corr
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((i8, i8, i8), error_model="numpy")
 def step_out_size(m, nj, nb):
     """Length of ``detect_step``'s per-step output (layout in ``step_out_views``)."""
     return m * (F_COLS + 7) + nj + 12 * nb
@@ -249,7 +254,11 @@ def step_placements(out: np.ndarray, m: int, nj: int, nb: int) -> np.ndarray:
     return out[o:o + 12 * nb].reshape(nb, 3, 4)
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(
+    (I1, F2, F3, F3, I2, F3, ro(F3s), ro(F2s), ro(F2), ro(F2), F2f, F2f, F1, F1, F1, I1, F1, B2,
+     F1, F1),
+    error_model="numpy",
+)
 def detect_step(static_i, static_3, static_33, tables, work_i, work_f, rotations,
                 translations, velocities, accelerations, J, U, D, nle, limit, v_idx, extra,
                 support, v, tau):
@@ -297,58 +306,9 @@ def detect_step(static_i, static_3, static_33, tables, work_i, work_f, rotations
     return n, nf, finite, W, out, ints
 
 
-class GeometryWorkspace:
-    """Pinocchio's per-step terms of a model with geometry contacts (``TermsWorkspace`` for
-    every joint): ``computeAllTerms`` and ``cholesky.decompose``, the arrays held as views.
-
-    Attributes:
-        support: (njoints, nv) bool, the velocity components that move joint j (row 0, the
-            universe, is empty: the static world contributes nothing to ``J_c``).
-    """
-
-    def __init__(self, model: pin.Model, data: pin.Data):
-        self.model, self.data = model, data
-        self.support = np.zeros((model.njoints, model.nv), dtype=bool)
-        for j in range(1, model.njoints):
-            for k in model.supports[j]:
-                if k > 0:
-                    self.support[j, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
-        self._live = self._terms_live = False
-        self.compute(pin.neutral(model), np.zeros(model.nv))
-        # eigenpy hands out views of Data's J, nle, U, D: held once when the held arrays follow
-        # a new computation (as ``TermsWorkspace``), else fetched again at every step
-        held = (self.J, self.nle, self.U, self.D)
-        before = [x.copy() for x in held]
-        self.compute(pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq)),
-                     np.ones(model.nv))
-        fresh = (data.J, data.nle, data.U, data.D)
-        self._terms_live = all(np.array_equal(a, b) for a, b in zip(held, fresh, strict=True)) \
-            and any(np.any(a != b) for a, b in zip(held, before, strict=True))
-        self.compute(pin.neutral(model), np.zeros(model.nv))
-
-    @property
-    def live(self) -> bool:
-        """Whether the held arrays follow the Data (then ``compute`` is the two algorithms)."""
-        return self._terms_live and self._live
-
-    def compute(self, q: np.ndarray, v: np.ndarray) -> None:
-        """Run pinocchio's algorithms at (q, v) and take the views of the results."""
-        model, data = self.model, self.data
-        pin.computeAllTerms(model, data, q, v)
-        pin.cholesky.decompose(model, data)
-        if self._terms_live and self._live:
-            return
-        self.J, self.nle, self.U, self.D = data.J, data.nle, data.U, data.D
-        if self._live:
-            return
-        # per-joint placements and motions as one strided view each (collision.stacked_views),
-        # taken once; copies re-taken at each step where eigenpy hands out copies
-        r = range(model.njoints)
-        self.rotations, live_r = stacked_views([data.oMi[j].rotation for j in r])
-        self.translations, live_t = stacked_views([data.oMi[j].translation for j in r])
-        self.velocities, live_v = stacked_views([data.v[j].vector for j in r])
-        self.accelerations, live_a = stacked_views([data.a[j].vector for j in r])
-        self._live = live_r and live_t and live_v and live_a
+class GeometryWorkspace(DataViews):
+    """Pinocchio's per-step terms of a model with geometry contacts (``robot.model.DataViews``
+    of every joint: a contact can involve any link)."""
 
 
 def world_from_terrain(terrain: PlaneTerrain) -> World:

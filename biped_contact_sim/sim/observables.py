@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
-from numba import njit
 
+from biped_contact_sim.jit import B1, F1, F2, F3, I1, I2, F1s, F2s, F3s, I1s, f8, i8, kernel
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.simulator import StepResult
 from biped_contact_sim.sim.terrain import PlaneTerrain
@@ -458,7 +458,7 @@ def geometry_wrenches_reference(body1, body2, p1, p2, frames, fc, placements, bo
     return W, normal, cop, B, sides[0], sides[1]
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F2), error_model="numpy")
 def _sole_pose(P, S):
     """(R, o) of a sole frame: the joint's placement P = [R_j | p_j] (3 × 4) composed with the
     sole's placement S in the joint (3 × 4), R = R_j R_s, o = R_j p_s + p_j."""
@@ -471,7 +471,7 @@ def _sole_pose(P, S):
     return R, o
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((I1s, I1s, F2s, F2s, F3s, F2, F3, I1, F3, i8, f8), error_model="numpy")
 def geometry_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, sole,
                       n_robot_joints, min_normal_force):
     """The wrenches of geometry contacts (``Observer.observe_geometry``; numpy reference
@@ -575,7 +575,7 @@ def geometry_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, 
     return W, normal, cop, B, side1, side2
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2s, F1s, B1, B1, F2, F1, f8), error_model="numpy")
 def ground_support(p2, fn, active, on_ground, R, origin, min_normal_force):
     """The support of geometry contacts (``Observer._ground_support``, its numpy reference):
     the contacts carrying force (active, f_n > 0) on the ground plane, their hull in surface
@@ -626,7 +626,7 @@ def ground_support(p2, fn, active, on_ground, R, origin, min_normal_force):
     return zmp, hull, 0, 1 if in_polygon(zl, hull, 1e-6) else 0
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F1, B1, F1s), error_model="numpy")
 def contact_extremes(fc, phi, active, mu):
     """The cone violation ``max(‖f_t‖ − μ_i f_n, 0)`` over the contacts (0 if none), the most
     negative normal force of the active ones (0 if none) and the penetration
@@ -657,7 +657,7 @@ def _layout(robot: RobotModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return cached
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F2, F1s, F3, I1, F3, I2, f8), error_model="numpy")
 def sole_wrenches(p, f_world, fn, placements, body_joint, sole, ranges, min_normal_force):
     """Per contact body k with sole frame ``(R_k, o_k)`` = joint placement × sole placement:
     ``[R_kᵀ Σ f_i; R_kᵀ Σ (p_i − o_k) × f_i]`` (6,), ``Σ f_n,i`` and the CoP
@@ -694,7 +694,7 @@ def sole_wrenches(p, f_world, fn, placements, body_joint, sole, ranges, min_norm
     return W, normal, cop
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2,), error_model="numpy")
 def hull_2d(points):
     """Counter-clockwise convex hull of 2-D points (Andrew's monotone chain), the compiled
     ``convex_hull``: points rounded to 1e-12 and deduplicated first, so collinear and repeated
@@ -734,7 +734,7 @@ def hull_2d(points):
     return hull[:h].copy()
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, F2, f8), error_model="numpy")
 def in_polygon(point, polygon, tol):
     """The compiled ``point_in_polygon`` (counter-clockwise convex polygon, or a segment or a
     point)."""
@@ -757,7 +757,7 @@ def in_polygon(point, polygon, tol):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F2, F2s, F2, F1, B1, f8, f8, F2, F1), error_model="numpy")
 def support_terms(p, local, fc, phi, active, mu, min_normal_force, R_t, origin):
     """The force ZMP (NaN when Σ f_n < ``min_normal_force``), the support polygon (hull of the
     active points with f_n > 0, surface coordinates), whether the ZMP lies in it (−1: no ZMP),

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
-from numba import njit
 
 from biped_contact_sim.contact import ContactModel, ContactState
 from biped_contact_sim.errors import DIVERGED, ConfigError, DivergenceError, InputError
+from biped_contact_sim.jit import F1, kernel
 from biped_contact_sim.robot import RobotModel, TermsWorkspace
 from biped_contact_sim.robot.kernels import (
     euler_into,
@@ -44,7 +44,7 @@ from biped_contact_sim.robot.kernels import (
     points_views,
     step_terms,
 )
-from biped_contact_sim.sim.collision import CollisionSettings, Contacts, stacked_views
+from biped_contact_sim.sim.collision import CollisionSettings, Contacts
 from biped_contact_sim.sim.collision_kernels import F_COLS, F_MU, F_PT, I_ID
 from biped_contact_sim.sim.contact_geometry import (
     GeometryContacts,
@@ -338,26 +338,15 @@ class Simulator:
     def _points_setup(self, robot: RobotModel) -> None:
         """``_step_points``'s fixed arguments, when pinocchio's arrays are views that follow
         the Data (else ``step`` stays general)."""
-        ws, model, data = self.workspace, self.model, self.data
-        r = range(model.njoints)
-        stacked = [stacked_views([data.oMi[j].rotation for j in r]),
-                   stacked_views([data.oMi[j].translation for j in r]),
-                   stacked_views([data.v[j].vector for j in r]),
-                   stacked_views([data.a[j].vector for j in r])]
-        if not (ws._live and all(live for _, live in stacked)):
+        ws = self.workspace
+        if not ws.live:
             return
-        support = np.zeros((model.njoints, model.nv), dtype=bool)
-        for j in range(1, model.njoints):
-            for k in model.supports[j]:
-                if k > 0:
-                    support[j, model.idx_vs[k]:model.idx_vs[k] + model.nvs[k]] = True
-        joints = np.array(ws.joints, dtype=np.int64)
-        static_f, static_i = pack_points(self._limit, self._v_idx, joints[ws.point_body],
-                                         joints, support, ws.local, self._frames[0],
+        static_f, static_i = pack_points(self._limit, self._v_idx, ws.point_body,
+                                         ws.joint_ids, ws.support, ws.local, self._frames[0],
                                          self._origins[0])
-        self._points_args = (static_f, static_i, self._zero_nv, *(a for a, _ in stacked),
-                             ws.J, ws.U, ws.D, ws.nle)
-        self._m, self._nb = robot.n_points, len(joints)
+        self._points_args = (static_f, static_i, self._zero_nv, ws.rotations, ws.translations,
+                             ws.velocities, ws.accelerations, ws.J, ws.U, ws.D, ws.nle)
+        self._m, self._nb = robot.n_points, len(ws.joint_ids)
         self._W_size = packed_size(self._m, self._nv, self._n_joints)
         self._out_size = points_out_size(self._m, self._n_joints, self._nb)
         self._euler_size = 3 * (self._nv + self._m)
@@ -504,7 +493,7 @@ class Simulator:
         W, p, phi, pt, vc, placements, finite = step_terms(
             ws.J, ws.U, ws.D, ws.nle, v, tau, self._limit, self._v_idx, extra, ws.rotations,
             ws.translations, ws.velocities, ws.accelerations, ws.support, ws.point_body,
-            ws.local, self._frames, self._origins)
+            ws.joint_ids, ws.local, self._frames, self._origins)
         if not finite:
             raise InputError("torque command contains NaN or Inf")
         state = ContactState.from_packed(self.settings.dt, phi, vc, pt, self._mu, self._ids,
@@ -752,7 +741,7 @@ class Simulator:
         return result
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1, F1), error_model="numpy")
 def clamp(tau, limit):
     """τ clamped to ``[−limit, limit]`` and whether every entry is finite."""
     out = np.empty_like(tau)

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 import yaml
-from numba import njit
 
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.jit import F1s, kernel
 
 #: keys allowed at each level of the schema (the error for another key lists them)
 _WORLD_KEYS = ("ground", "planes", "boxes", "objects", "materials", "robot_material")
@@ -148,7 +148,7 @@ def plane_frame(normal: np.ndarray) -> np.ndarray:
     return frame_from_normal(np.asarray(normal, float))
 
 
-@njit(cache=True, error_model="numpy")
+@kernel((F1s,), error_model="numpy")
 def frame_from_normal(n):
     """The contact frame ``[t₁ t₂ n]`` (columns) of a unit normal n: ``t₂ ∝ n × e_x`` with
     t₂·e_y ≥ 0 (``n × e_z`` for a normal along ±x), ``t₁ = t₂ × n``. Flat ground gives the

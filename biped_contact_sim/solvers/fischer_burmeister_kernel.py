@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from biped_contact_sim.jit import F1, F2, f8, i8, kernel
 from biped_contact_sim.solvers.lemke_kernel import lu_solve
 
 # Sufficient descent: ∇Ψᵀd ≤ −ANGLE ‖∇Ψ‖ ‖d‖ (see solvers.fischer_burmeister).
@@ -23,7 +23,7 @@ ANGLE = 1e-12
 CONVERGED, MAX_ITER, LINE_SEARCH = 0, 1, 2
 
 
-@njit(cache=True)
+@kernel((F1, F1, F1))
 def _fb_merit(z, w, phi):
     """``phi ← Φ(z, w)``; returns ``(Ψ = ½‖Φ‖², ‖Φ‖∞)``."""
     psi = 0.0
@@ -36,7 +36,7 @@ def _fb_merit(z, w, phi):
     return 0.5 * psi, res
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1, F2, F1))
 def _jacobian(A, z, w, H, db):
     """``H = D_a + D_b A`` (DFK choice at the kinks); fills H and db."""
     n = z.shape[0]
@@ -63,7 +63,7 @@ def _jacobian(A, z, w, H, db):
         H[i, i] += da[i]
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1, f8, f8, F1, f8, f8, i8, F1, F1, F1))
 def _armijo(A, z, w, psi, slope, d, sigma, beta, kmax, zt, wt, phit):
     """Backtracking on Ψ; on success zt, wt, phit hold the step and Ψ is returned, else -1."""
     if not slope < 0.0:
@@ -82,7 +82,7 @@ def _armijo(A, z, w, psi, slope, d, sigma, beta, kmax, zt, wt, phit):
     return -1.0
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1, f8, i8, i8, f8, f8, F1))
 def fischer_burmeister_kernel(A, b, z, tol, max_iter, line_search_max, sigma, beta, w):
     """Semismooth Newton on ``Φ(z) = 0`` for ``0 ≤ z ⊥ A z + b ≥ 0``.
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from biped_contact_sim.jit import C1, F1, F2, f8, i8, kernel
 
 # A diagonal block is singular when a contact point cannot move in some direction (e.g.
 # sideways in a planar model). Blocks with det W ≤ REG·trace(W)³ are inverted as
@@ -23,7 +24,7 @@ REG = 1e-12
 NEWTON_MAX = 30
 
 
-@njit(cache=True)
+@kernel((f8, f8, f8, f8, f8, f8))
 def block_inverse(w00, w01, w02, w11, w12, w22):
     """Upper triangle of the inverse of a symmetric 3×3 block (regularised when singular).
 
@@ -44,7 +45,7 @@ def block_inverse(w00, w01, w02, w11, w12, w22):
             (w01 * w02 - w00 * w12) / det, (w00 * w11 - w01 * w01) / det)
 
 
-@njit(cache=True)
+@kernel((f8, f8, f8, f8))
 def project(f0, f1, fn, mu):
     """Euclidean projection of one force onto the cone ``‖f_t‖ ≤ μ f_n``."""
     rt = math.hypot(f0, f1)
@@ -57,14 +58,14 @@ def project(f0, f1, fn, mu):
     return k * f0, k * f1, n
 
 
-@njit(cache=True)
+@kernel((f8, f8))
 def angle_gap(a, b):
     """``|a − b|`` modulo 2π, in [0, π] (the reference computes it the same way)."""
     x = (a - b) / (2.0 * math.pi)
     return abs(x - round(x)) * (2.0 * math.pi)
 
 
-@njit(cache=True)
+@kernel((f8, f8, f8, f8, f8, f8))
 def _h(h0, h2c, h2s, h1c, h1s, th):
     c1, s1 = math.cos(th), math.sin(th)
     c2, s2 = c1 * c1 - s1 * s1, 2.0 * s1 * c1
@@ -72,7 +73,7 @@ def _h(h0, h2c, h2s, h1c, h1s, th):
         2.0 * (h2s * c2 - h2c * s2) + h1s * c1 - h1c * s1
 
 
-@njit(cache=True)
+@kernel((f8, f8, f8, f8, f8, f8, f8))
 def _newton_theta(h0, h2c, h2s, h1c, h1s, th, scale):
     """Newton's method on H(θ); returns (ok, root)."""
     for _ in range(NEWTON_MAX):
@@ -88,7 +89,7 @@ def _newton_theta(h0, h2c, h2s, h1c, h1s, th, scale):
     return abs(h) <= 1e-12 * scale, th
 
 
-@njit(cache=True)
+@kernel((f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8))
 def _sliding_force(w00, w01, w02, w11, w12, w22, r0, r1, r2, mu, th):
     """(ok, f) of sliding angle θ if it is a valid sliding solution (D > 0, σ ≥ 0)."""
     e0, e1 = math.cos(th), math.sin(th)
@@ -104,7 +105,7 @@ def _sliding_force(w00, w01, w02, w11, w12, w22, r0, r1, r2, mu, th):
     return True, fn * u0, fn * u1, fn
 
 
-@njit(cache=True)
+@kernel((C1,))
 def poly_roots(coeffs):
     """All roots of the complex polynomial ``Σ coeffs[k] x^(n−k)`` (leading zeros dropped), by
     the Weierstrass (Durand–Kerner) iteration, then polished by Newton's method.
@@ -162,7 +163,7 @@ def poly_roots(coeffs):
     return roots
 
 
-@njit(cache=True)
+@kernel((f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8))
 def _slide(w00, w01, w02, w11, w12, w22, r0, r1, r2, mu, theta0):
     """Sliding solution of one contact (``gauss_seidel._slide``); (ok, f0, f1, fn)."""
     acc = -r2 * mu * w01 + mu * w02 * r1
@@ -201,7 +202,7 @@ def _slide(w00, w01, w02, w11, w12, w22, r0, r1, r2, mu, theta0):
     return found, b0, b1, b2
 
 
-@njit(cache=True)
+@kernel((f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8))
 def local_solve(w00, w01, w02, w11, w12, w22, i00, i01, i02, i11, i12, i22,
                 r0, r1, r2, mu, a0, a1):
     """Exact solution of one contact's Coulomb law for ``v = W f + r`` (Jean's local solver)."""
@@ -226,7 +227,7 @@ def local_solve(w00, w01, w02, w11, w12, w22, i00, i01, i02, i11, i12, i22,
     return f0, f1, fn
 
 
-@njit(cache=True)
+@kernel((F1, F1, F1))
 def coulomb_residual_kernel(f, v, mu):
     """Natural-map residual of the 3-D Coulomb law (``gauss_seidel.coulomb_residual``)."""
     m = mu.shape[0]
@@ -242,7 +243,7 @@ def coulomb_residual_kernel(f, v, mu):
     return res
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1, F1, f8, i8, f8, F1))
 def gauss_seidel_kernel(G, c, mu, f, tol, max_sweeps, omega, v):
     """Block Gauss–Seidel on ``v = G f + c`` with the exact Coulomb law per contact.
 

@@ -15,7 +15,8 @@ Status codes: 0 converged, 1 ray termination, 2 pivot cap, 3 inaccurate (the ord
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from biped_contact_sim.jit import B1, F1, F2, I1, f8, i8, kernel
 
 # Two ratios of the minimum-ratio test count as tied when they differ by less than this (in the
 # scaled problem, where max|A| = max|b| = 1); ties go to the lexicographic rule.
@@ -26,7 +27,7 @@ POLISH_TOL = 1e-13
 CONVERGED, RAY, MAX_PIVOTS, INACCURATE = 0, 1, 2, 3
 
 
-@njit(cache=True)
+@kernel((F2, F1, i8))
 def lu_solve_inplace(M, y, k):
     """Solve ``M[:k, :k] x = y[:k]`` in place (y ← x; M overwritten) by Gaussian elimination
     with partial pivoting. False when a pivot is exactly zero or x is not finite.
@@ -62,7 +63,7 @@ def lu_solve_inplace(M, y, k):
     return True
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1))
 def lu_solve(M, rhs, x):
     """Solve ``M x = rhs`` (M, rhs copied; ``lu_solve_inplace``).
 
@@ -76,7 +77,7 @@ def lu_solve(M, rhs, x):
     return True
 
 
-@njit(cache=True)
+@kernel((B1,))
 def basic_indices(zmask):
     """The indices of the basic set ``B = {i : zmask_i}``, in order."""
     k = 0
@@ -92,7 +93,7 @@ def basic_indices(zmask):
     return idx
 
 
-@njit(cache=True)
+@kernel((F2, F1, B1))
 def basis_block(A, b, zmask):
     """``(B, A_BB, −b_B)`` of the basic set ``B = {i : zmask_i}``."""
     idx = basic_indices(zmask)
@@ -106,7 +107,7 @@ def basis_block(A, b, zmask):
     return idx, M, rhs
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1, F1))
 def lcp_residual(A, b, z, w):
     """``w ← A z + b`` and return ``maxᵢ |min(zᵢ, wᵢ)|``."""
     n = b.shape[0]
@@ -122,7 +123,7 @@ def lcp_residual(A, b, z, w):
     return res
 
 
-@njit(cache=True)
+@kernel((F2, F1, B1, F1, F1))
 def basis_solve(A, b, zmask, z, w):
     """Solve the complementary basis ``zmask``: ``A_BB z_B = −b_B``, ``z_N = 0``.
 
@@ -140,7 +141,7 @@ def basis_solve(A, b, zmask, z, w):
     return ok, lcp_residual(A, b, z, w)
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1, i8, B1, i8))
 def _leaving_row(T, q, col, n, candidates, z0_row):
     """Minimum-ratio test with the lexicographic tie-break (Cottle–Pang–Stone §4.9).
 
@@ -185,7 +186,7 @@ def _leaving_row(T, q, col, n, candidates, z0_row):
     return rows[0]
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1, f8, i8, f8, F1, F1, B1))
 def lemke_kernel(A, b, d, pivot_tol, max_pivots, residual_tol, z, w, zmask):
     """Lemke's algorithm on ``0 ≤ z ⊥ A z + b ≥ 0`` (see ``solvers.lemke``).
 
@@ -289,7 +290,7 @@ def lemke_kernel(A, b, d, pivot_tol, max_pivots, residual_tol, z, w, zmask):
     return status, pivots, res
 
 
-@njit(cache=True)
+@kernel((F2, F1, F1, F1))
 def fb_residual(A, b, z, w):
     """``w ← A z + b`` and return ``‖Φ(z, w)‖∞``, ``Φᵢ = zᵢ + wᵢ − √(zᵢ² + wᵢ²)`` (the
     Fischer–Burmeister measure, Bravo & Rengifo eq. 17)."""
@@ -304,7 +305,7 @@ def fb_residual(A, b, z, w):
     return res
 
 
-@njit(cache=True)
+@kernel((F1, F1, B1, f8), (F1, F1, I1, f8))
 def most_violated(zb, w, zmask, flip_tol):
     """The unknown whose sign is violated most, by more than ``flip_tol`` (−1: none): a basic
     ``zb_i < 0`` or a non-basic ``w_i < 0`` (``pivoting_basis_solve``'s pivot rule)."""
@@ -318,7 +319,7 @@ def most_violated(zb, w, zmask, flip_tol):
     return worst
 
 
-@njit(cache=True)
+@kernel((F2, F1, B1, F1, F1, f8, i8))
 def pivoting_basis_solve(A, b, zmask, z, w, tol, max_flips):
     """A guessed complementary basis ``zmask``, repaired by principal pivoting.
 

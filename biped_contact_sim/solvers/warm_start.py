@@ -8,10 +8,11 @@ never by position in the arrays. Lookups and stores work on arrays (no per-step 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from biped_contact_sim.jit import B1, F1, I1, f8, kernel
 
 
-@njit(cache=True)
+@kernel((I1, I1, I1))
 def match_keys(stored, keys, pos):
     """``pos[i]`` ← index of ``keys[i]`` in ``stored``, or −1; returns the number found."""
     found = 0
@@ -25,7 +26,7 @@ def match_keys(stored, keys, pos):
     return found
 
 
-@njit(cache=True)
+@kernel((F1, B1, f8))
 def basic_flags(z, flags, tol):
     """``flags ← z > max(tol, 1e-9·max(z))``: the variables of an LCP solution taken as basic
     when the solution did not come from pivoting (its basis then guesses the next step's).

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import rclpy
 import yaml
 from rcl_interfaces.srv import GetParameters, SetParameters
@@ -99,7 +98,7 @@ class NodeProcess:
     """One node process (module docstring).
 
     Args:
-        kind: ``simulator`` or ``controller``.
+        kind: ``simulator``, ``controller`` or ``composed`` (both nodes in one process).
         domain: ROS domain id (None: the environment's).
         overrides: parameter values given after the params files (as a launch file's dict).
         robot: robot config name (``config/<robot>.yaml`` is the first params file).
@@ -108,9 +107,11 @@ class NodeProcess:
     """
 
     EXECUTABLES: ClassVar[dict[str, str]] = {"simulator": "simulator_node",
-                                             "controller": "controller_node"}
-    NODE_FILES: ClassVar[dict[str, str]] = {"simulator": "sim_node.yaml",
-                                            "controller": "controller_node.yaml"}
+                                             "controller": "controller_node",
+                                             "composed": "composed_node"}
+    NODE_FILES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "simulator": ("sim_node.yaml",), "controller": ("controller_node.yaml",),
+        "composed": ("sim_node.yaml", "controller_node.yaml")}
 
     def __init__(self, kind: str, domain: int | None, overrides: dict[str, Any] | None = None,
                  robot: str = "biped3d", node_files: bool = True,
@@ -126,7 +127,8 @@ class NodeProcess:
         share = share_dir()
         args = [exe, "--ros-args", "--params-file", str(share / "config" / f"{robot}.yaml")]
         if node_files:
-            args += ["--params-file", str(share / "config" / self.NODE_FILES[kind])]
+            for name in self.NODE_FILES[kind]:
+                args += ["--params-file", str(share / "config" / name)]
         if overrides:
             path = self.dir / "overrides.yaml"
             path.write_text(yaml.safe_dump({"/**": {"ros__parameters": dict(overrides)}}))
@@ -322,32 +324,10 @@ def robot_joint_names(robot: str = "biped3d") -> list[str]:
     return list(RobotModel(load_robot_config(robot)).actuated_joint_names)
 
 
-def warm_compiled_kernels(periods: int = 3) -> None:
-    """A few control periods of every contact model (under ctc) and of both controllers on
-    stand and walk, in-process (see test/ros/conftest.py)."""
-    from biped_contact_sim.contact import CONTACT_MODELS
-    from biped_contact_sim.ros import controller_session, params, sim_session
+def warm_compiled_kernels() -> None:
+    """Every numba kernel compiled or found in numba's cache (``biped-sim warm-up``; see
+    test/ros/conftest.py), so that the nodes load them instead of compiling."""
+    from biped_contact_sim import jit
 
-    runs = [(model, "ctc", "stand", "stand") for model in sorted(CONTACT_MODELS)]
-    runs += [("penalty_fl", "wbc", "stand", "stand"), ("penalty_fl", "ctc", "walk", "walk"),
-             ("penalty_fl", "wbc", "walk", "walk")]
-    for model, controller, behavior, scenario in runs:
-        config = params.sim_config({"contact_model": model, "scenario": scenario,
-                                    "real_time_factor": 0.0})
-        sim = sim_session.SimSession(sim_session.build_world(config), config)
-        robot = sim.robot
-        ctrl = controller_session.ControllerSession(robot, params.controller_config(
-            {"controller": controller, "behavior": behavior}))
-        for _ in range(periods):
-            s = sim.sample()
-            q = robot.standing_configuration()
-            q[:7] = np.concatenate([s.position, s.quat_xyzw])
-            q[robot.q_idx] = s.q_joints
-            v = np.zeros(robot.nv)
-            meas = controller_session.AssembledMeasurement(
-                s.stamp, q, v, {b.name: np.concatenate(w) for b, w in
-                                zip(robot.contact_bodies, s.wrenches, strict=True)})
-            cycle = ctrl.step(meas)
-            tau = cycle.tau if cycle is not None else np.zeros(robot.n_joints)
-            sim.command(s.stamp, robot.actuated_joint_names, tau)
-            sim.tick(max_periods=1)
+    failed = [r for r in jit.warm_up(report=None) if "error" in r]
+    assert not failed, failed

@@ -190,3 +190,34 @@ def test_geometry_contacts_in_the_closed_loop(ros):
     assert int(values["commands_rejected"]) == 0, values["last_rejection"]
     assert values["diverged"] == ""
     print(f"\ngeometry contacts, stand/ctc: sole forces / m g = {ratio:.4f}")
+
+
+def final_state(probe, duration: float) -> tuple:
+    """Positions and velocities of the first joint_states at simulated time ``duration``."""
+    states = probe.record("joint_states", JointState, depth=1000)
+    end = round(duration * 1e9)
+    assert probe.spin_until(lambda: states and stamp_ns(states[-1]) >= end, 600.0)
+    msg = next(m for m in states if stamp_ns(m) >= end)
+    return stamp_ns(msg), tuple(msg.position), tuple(msg.velocity)
+
+
+def test_composed_process_runs_the_same_closed_loop():
+    """composed_node (both nodes in one process, one wait set) in lockstep as fast as possible:
+    the same commands, checks and — lockstep being deterministic — the same state at t = 1 s
+    as the two processes."""
+    states = {}
+    for kind in ("composed", "separate"):
+        env = RosTest()
+        try:
+            if kind == "composed":
+                env.start("composed", lockstep=True, real_time_factor=0.0)
+            else:
+                start_loop(env, "stand", "wbc", lockstep=True, real_time_factor=0.0)
+            states[kind] = final_state(env.probe, 1.0)
+            r = check_closed_loop(env.probe, 1.2, MIN_BASE_HEIGHT, timeout=600.0)
+            assert r.commands >= 1199
+            report(f"lockstep, {kind}", "stand", "wbc", r)
+        finally:
+            problems = env.close()
+        assert not problems, "\n".join(problems)
+    assert states["composed"] == states["separate"]
