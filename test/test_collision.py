@@ -251,6 +251,14 @@ def test_world_files_load_and_schema_errors_name_the_key():
     with pytest.raises(ConfigError, match=r"objects\[0\].shape = 'cone'; allowed: box, sphere"):
         parse_world({"objects": [{"name": "c", "shape": "cone", "mass": 1,
                                   "position": [0, 0, 0]}]})
+    with pytest.raises(ConfigError, match=r"objects\[0\] \(a cylinder\) needs radius: r, length"):
+        parse_world({"objects": [{"name": "c", "shape": "cylinder", "radius": 0.1, "mass": 1,
+                                  "position": [0, 0, 0]}]})
+    roller = parse_world({"objects": [{"name": "c", "shape": "cylinder", "radius": 0.1,
+                                       "length": 0.4, "mass": 2.0, "position": [0, 0, 0]}]})
+    # a solid cylinder about its centre: m(3r² + l²)/12 across, m r²/2 along its axis (z)
+    np.testing.assert_allclose(np.diag(roller.objects[0].inertia.inertia),
+                               [2.0 * (0.03 + 0.16) / 12, 2.0 * (0.03 + 0.16) / 12, 0.01])
     with pytest.raises(ConfigError, match=r"objects\[0\].mass = -1.0 must be a finite number > 0"):
         parse_world({"objects": [_box(mass=-1)]})
     with pytest.raises(ConfigError, match=r"boxes\[0\].size\[1\] = 0.0"):

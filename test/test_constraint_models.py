@@ -285,20 +285,22 @@ def test_box_on_four_corners_slides_at_coulomb_acceleration(model, mu):
 # --- Energy: the contact adds none but the documented stabilisation work -----------------------
 
 def contact_energy_steps(sim, n_steps, tau):
-    """Per step: the kinetic energy the contact gives, ½v⁺ᵀMv⁺ − ½v_fᵀMv_f at fixed q with
-    v_f = v + dt·M⁻¹(Sᵀτ − h), and the bound Σᵢ P_n,i β max(−φ_i, 0)/dt of the models'
-    docstrings (the work of pulling penetrating points out at β|φ|/dt)."""
+    """Per step: the kinetic energy the contact impulse P = dt f gives at the step's q,
+    ``Pᵀv_c⁺ − ½PᵀGP`` (= ½v⁺ᵀMv⁺ − ½v_fᵀMv_f with v⁺ = v_f + M⁻¹J_cᵀP, whatever the free
+    step v_f; v_c⁺ = J_c v⁺ is ``vc_next``), the bound Σᵢ P_n,i β max(−φ_i, 0)/dt of the models'
+    docstrings (the work of pulling penetrating points out at β|φ|/dt) and the kinetic energy
+    (the scale)."""
     beta = sim.contact.settings.stabilization
     out = []
     for _ in range(n_steps):
         _, state = sim.contact_state(sim.q, sim.v, tau)
-        M = np.linalg.inv(state.Minv)
-        v_free = sim.v + sim.dt * state.a_free
+        G = state.delassus(np.arange(state.n_points))[0]
+        kinetic = 0.5 * sim.v @ np.linalg.solve(state.Minv, sim.v)
         step = sim.step(tau)
-        gain = 0.5 * step.v @ M @ step.v - 0.5 * v_free @ M @ v_free
-        P_n = step.f_contact[:, 2] * sim.dt
-        bound = float(P_n @ (beta * np.maximum(-state.phi, 0.0) / sim.dt))
-        out.append((gain, bound, 0.5 * v_free @ M @ v_free))
+        P = sim.dt * step.f_contact.ravel()
+        gain = P @ step.vc_next.ravel() - 0.5 * P @ G @ P
+        bound = float(P[2::3] @ (beta * np.maximum(-state.phi, 0.0) / sim.dt))
+        out.append((gain, bound, kinetic))
     return np.array(out)
 
 

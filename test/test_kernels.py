@@ -156,30 +156,38 @@ def test_compiled_models_equal_their_reference_on_captured_states(scenario, mode
 
 
 def test_spring_damper_anchors_follow_contact_ids():
-    """The same points in another order (same ids) get the same forces; a point that leaves
-    the set and comes back is anchored anew where it touches down."""
+    """The same points in another order (same ids) get the same forces; the stiction spring
+    stretches by the material slip, e += dt ṗ_t, not by the contact point's motion (a rolling
+    contact point moves over the surfaces without slip: no force); a point that leaves the set
+    and comes back is anchored anew where it touches down."""
     model = make_contact_model("spring_damper", stiffness=1e4, damping=10.0,
-                               tangential_stiffness=1e4)
+                               tangential_stiffness=1e4, tangential_damping=0.0)
     model.reset(0)
     rng = np.random.default_rng(2)
     pt = rng.standard_normal((3, 2)) * 0.01
+    u = rng.standard_normal((3, 2))  # slip velocities [m/s]
 
-    def state(order, shift=0.0, phi=-1e-3):
+    def state(order, slip=0.0, shift=0.0, phi=-1e-3):
         o = np.asarray(order)
-        return ContactState(dt=1e-3, phi=np.full(len(o), phi), vc=np.zeros((len(o), 3)),
+        vc = np.zeros((len(o), 3))
+        vc[:, :2] = slip * u[o]
+        return ContactState(dt=1e-3, phi=np.full(len(o), phi), vc=vc,
                             Jc=np.zeros((3 * len(o), 1)), gamma_c=np.zeros(3 * len(o)),
                             Minv=np.eye(1), tau_free=np.zeros(1), p_tangent=pt[o] + shift,
                             mu=np.full(len(o), 100.0), ids=np.array([10, 20, 30])[o])
 
-    model.compute(state([0, 1, 2]))  # touch-down: anchors at pt
-    moved = model.compute(state([0, 1, 2], shift=1e-3), commit=False).f
-    permuted = model.compute(state([2, 0, 1], shift=1e-3), commit=False).f
+    model.compute(state([0, 1, 2]))  # touch-down: e = 0
+    rolled = model.compute(state([0, 1, 2], shift=1e-3), commit=False).f
+    assert np.array_equal(rolled[:, :2], np.zeros((3, 2)))
+    moved = model.compute(state([0, 1, 2], slip=1.0), commit=False).f
+    permuted = model.compute(state([2, 0, 1], slip=1.0), commit=False).f
     assert np.allclose(permuted, moved[[2, 0, 1]], atol=0)
-    assert np.allclose(moved[:, :2], -1e4 * 1e-3, rtol=1e-12)  # the spring, k_t = 1e4
-    model.compute(state([0, 2], shift=2e-3))  # id 20 left the set: its anchor is forgotten
-    back = model.compute(state([0, 1, 2], shift=2e-3), commit=False).f
+    assert np.allclose(moved[:, :2], -1e4 * 1e-3 * u, rtol=1e-12)  # k_t e, e = dt u
+    model.compute(state([0, 1, 2], slip=1.0))
+    model.compute(state([0, 2], slip=1.0))  # id 20 left the set: its anchor is forgotten
+    back = model.compute(state([0, 1, 2]), commit=False).f
     assert np.allclose(back[1, :2], 0.0, atol=1e-12)  # re-anchored at touch-down
-    assert np.allclose(back[0, :2], -1e4 * 2e-3, rtol=1e-12)
+    assert np.allclose(back[0, :2], -1e4 * 2e-3 * u[0], rtol=1e-12)
 
 
 def test_rk4_and_euler_steps_use_the_same_terms():

@@ -408,6 +408,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  {'energy_dissipated_J':24s} {_fmt(energy['dissipated_J'])}  (work of torques "
               f"{_fmt(energy['work_torques_J'])}, external {_fmt(energy['work_external_J'])}, "
               f"ΔE {_fmt(energy['delta_energy_J'])})")
+        if "contact_work_J" in energy:  # sim.step_energy: the contacts' share, per step
+            print(f"  {'contact_work_J':24s} {_fmt(energy['contact_work_J'])}  (largest step "
+                  f"{_fmt(energy['contact_work_max_step_J'])}, restitution and recovery "
+                  f"{_fmt(energy['contact_separation_J'])})")
     print(f"  {'outcome':24s} {summary['outcome']}")
     for warning in summary["warnings"]:  # solver events, energy created (runner)
         if warning != result.error:

@@ -42,6 +42,13 @@ from biped_contact_sim.sim.observables import (
 )
 from biped_contact_sim.sim.scenarios import SCENARIOS, Scenario, get_scenario
 from biped_contact_sim.sim.simulator import SimSettings, Simulator, StepResult
+from biped_contact_sim.sim.step_energy import (
+    free_fall_error,
+    step_energy,
+    step_energy_balance,
+    step_energy_slots,
+    step_energy_warnings,
+)
 
 #: runner-only controllers, then the control layer's (``ctc``, ``wbc``)
 CONTROLLERS = ("none", "joint_pd", *control_layer.CONTROLLERS)
@@ -330,6 +337,7 @@ class Run:
         self.v_idx = robot.v_idx.astype(np.int64)
         self.energy = np.zeros(E_SLOTS)  # energy_step's slots
         self.energy[E_FIRST] = np.nan
+        self.step_e = step_energy_slots(sim)  # step_energy's slots
 
     def advance(self, n: int) -> bool:
         """Take up to n steps; False once the run has ended (its duration, or a divergence)."""
@@ -370,6 +378,9 @@ class Run:
             if step.tau_external is not None:  # Σ J_linᵀ F over the step, mid-step velocity
                 self.energy[E_WORK_EXT] += 0.5 * sim.dt * float(step.tau_external
                                                                  @ (v_prev + step.v))
+            step_energy(self.step_e, step.energy_prev, self.energy[E_WORK_TAU]
+                        + self.energy[E_WORK_EXT], step.contact_work, step.contact_separation,
+                        float(step.f_contact[:, 2].sum()) if len(step.phi) else 0.0, k * sim.dt)
             stats = step.stats
             if type(stats) is Stats and stats.names == self.stat_names:
                 accumulate_stats(self.stat_acc, stats.values)
@@ -416,11 +427,14 @@ class Run:
                 self.positive[name] = self.positive.get(name, 0) + int(positive[j])
         if result.steps:
             result.energy = energy_balance(self.energy, self.robot, self.sim)
+            result.energy.update(step_energy_balance(self.step_e, result.energy["final_J"],
+                                                     free_fall_error(self.sim)))
             if result.energy["created_J"] > result.energy["tolerance_J"]:
                 result.warnings.append(
                     f"energy created: {result.energy['created_J']:.4g} J more than the work "
                     f"done at t = {result.energy['created_t']:.4g} s (tolerance "
                     f"{result.energy['tolerance_J']:.3g} J)")
+            result.warnings += step_energy_warnings(result.energy)
         result.warnings += solver_warnings(self.positive, result.steps,
                                            getattr(self.sim.contact, "warning_stats", None))
         if result.error and result.error not in result.warnings:

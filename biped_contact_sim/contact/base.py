@@ -252,6 +252,9 @@ class ContactModel(ABC):
     stat_names: ClassVar[tuple[str, ...]] = ()
     #: integrators the model supports ("rk4" only for force-based models).
     integrators: ClassVar[tuple[str, ...]] = ("semi_implicit_euler", "rk4")
+    #: whether the model's law stores energy it gives back later (stiction springs): then
+    #: its contact work may exceed its restitution in a step (``sim.step_energy``)
+    stores_energy: ClassVar[bool] = False
 
     def __init__(self, **settings: Any):
         allowed = {f.name for f in dataclasses.fields(self.Settings)}

@@ -31,11 +31,18 @@ and it creeps (about 1 mm/s for a box on four corners near μ = tan α) — and,
 whose feet are dragged sideways, the normal forces computed together with the clipped
 tangential ones no longer hold the feet up (they sank 75 mm and were thrown out). Instead,
 points whose f'_t leaves the cone (‖f'_t‖ > μ max(f'_n, 0)) are fixed on its boundary,
-``f_t,i = μ f_n,i d_i`` with d_i the direction of f'_t,i (eq. 20's direction), their tangential
-rows are dropped and eq. 18 is solved again (minimum-norm least squares) for the normal forces
-of the sliding points and the full forces of the others, until no point leaves the cone; only
-then are pulling points dropped (a sticking trial's tangential demand can tilt the normal
-loads of a sliding body until some look pulling); a body sticks while its total
+``f_t,i = μ f_n,i d_i``: opposite to their slip, ``d_i = −ṗ_t,i/‖ṗ_t,i‖`` (Coulomb's maximum
+dissipation), when they slip faster than ``VSLIP``; else along f'_t,i (eq. 20's direction).
+f'_t also compensates the free acceleration: along it, a tumbling box's corner sliding at
+cm/s to m/s got friction along its slip (3.9e-3 J of positive work in one step down three
+steps). Below VSLIP, where the designed damping −k_v ṗ_t of a saturated point is small against
+the load it carries, the demand's direction holds a body that sticks as a whole (a palm
+creeping at µm/s under the whole-body controller, a planar foot at lift-off: opposing their
+creep let the palm slide 3 cm and moved the planar walk's ZMP past the heel). Their
+tangential rows are dropped and eq. 18 is solved again (minimum-norm least squares) for the
+normal forces of the sliding points and the full forces of the others, until no point leaves
+the cone; only then are pulling points dropped (a sticking trial's tangential demand can tilt
+the normal loads of a sliding body until some look pulling); a body sticks while its total
 tangential load fits the sum of its points' cones, and slides with exactly Coulomb's law
 otherwise. Both active sets share ``max_active_set_iterations``; the solves and the sliding
 points are reported (``active_set_solves``, ``sliding``).
@@ -76,6 +83,10 @@ from biped_contact_sim.solvers import min_norm_solve
 
 UNILATERAL = ("active_set", "clip")
 FRICTION = ("coupled", "per_point")
+#: [m/s] a saturated point slipping faster than this gets friction opposite its slip, a slower
+#: one along the demanded force (module docstring); the positive work the latter can do is at
+#: most dt·μ f_n·VSLIP per point and step.
+VSLIP = 0.1
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,10 @@ class PenaltyFLSettings:
         separation_damping: damp φ̇ in both directions (−k_v φ̇ instead of eq. 17's
             −k_v min(0, φ̇); module docstring).
         contact_tolerance: δ [m], points with φ ≤ δ are in the active set (module docstring).
+        drift_term: keep eq. 18's ``J̇_c q̇`` in b (the paper, the default; without it the
+            designed dynamics hold for the contact velocity at the step's configuration, as in
+            gauss_seidel and acceleration_lcp, and a stance sole's turning feet drift: the
+            3-D walk diverges).
     """
 
     kp: float = 500.0
@@ -107,6 +122,7 @@ class PenaltyFLSettings:
     friction: str = "coupled"
     separation_damping: bool = False
     contact_tolerance: float = 1e-9
+    drift_term: bool = True
 
     def __post_init__(self):
         if self.unilateral not in UNILATERAL:
@@ -115,9 +131,10 @@ class PenaltyFLSettings:
         if self.friction not in FRICTION:
             raise ConfigError(f"penalty_fl.friction = {self.friction!r} must be one of "
                               f"{', '.join(FRICTION)}")
-        if not isinstance(self.separation_damping, bool):
-            raise ConfigError(f"penalty_fl.separation_damping = {self.separation_damping!r} "
-                              "must be true or false")
+        for name in ("separation_damping", "drift_term"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"penalty_fl.{name} = {getattr(self, name)!r} must be true "
+                                  "or false")
         if not (isinstance(self.max_active_set_iterations, int)
                 and self.max_active_set_iterations >= 1):
             raise ConfigError(f"penalty_fl.max_active_set_iterations = "
@@ -143,7 +160,7 @@ class PenaltyFLContact(ContactModel):
         self._params = np.array([s.kp, s.kv, s.epsilon, s.contact_tolerance, s.rank_rtol,
                                  float(s.separation_damping), float(s.unilateral == "clip"),
                                  float(s.max_active_set_iterations),
-                                 float(s.friction == "coupled")])
+                                 float(s.friction == "coupled"), float(s.drift_term)])
 
     def check(self, dt: float, integrator: str) -> None:
         """Refuse ``dt·k_v ≥ 2`` or ``dt²·k_p ≥ 4 − 2 dt·k_v`` (explicit-integration bound)."""
@@ -172,7 +189,7 @@ class PenaltyFLContact(ContactModel):
             penalty_from_packed(*packed, state.phi, state.vc, state.mu, self._params, f, active,
                                 stats)
         else:
-            G, b = state.delassus(np.arange(m))
+            G, b = state.delassus(np.arange(m), self.settings.drift_term)
             penalty_from_delassus(G, b, state.phi, state.vc, state.mu, self._params, f, active,
                                   stats)
         return ContactResult(f, active, Stats(self.stat_names, stats))
@@ -196,7 +213,7 @@ class PenaltyFLContact(ContactModel):
         acc_d[:, :2] = -s.kv * vc[:, :2]
         vn = vc[:, 2] if s.separation_damping else np.minimum(0.0, vc[:, 2])
         acc_d[:, 2] = -s.kp * (state.phi[idx] + s.epsilon) - s.kv * vn
-        G, b = state.delassus(idx)
+        G, b = state.delassus(idx, s.drift_term)
         rhs = acc_d.ravel() - b
         keep, sliding, d = np.ones(a, bool), np.zeros(a, bool), np.zeros((a, 2))
         solves = 0
@@ -205,13 +222,16 @@ class PenaltyFLContact(ContactModel):
             solves += 1
             if solves >= s.max_active_set_iterations:
                 break
-            if s.friction == "coupled":  # beyond the cone: f_t = μ f_n along f'_t (first)
+            if s.friction == "coupled":  # beyond the cone: f_t = μ f_n opposite the slip
                 ft = np.hypot(fp[:, 0], fp[:, 1])
                 new = keep & ~sliding & (ft > 0.0) \
                     & (ft > mu * np.maximum(fp[:, 2], 0.0) * (1.0 + 1e-12))
                 if new.any():
                     sliding |= new
+                    vt = np.hypot(vc[:, 0], vc[:, 1])
+                    moving = new & (vt > VSLIP)
                     d[new] = fp[new, :2] / ft[new, None]
+                    d[moving] = -vc[moving, :2] / vt[moving, None]
                     continue
             pulling = keep & (fp[:, 2] < 0.0)
             if s.unilateral != "clip" and 0 < pulling.sum() < keep.sum():
@@ -391,14 +411,14 @@ def min_norm_kernel(G, r, rtol):
 
 @kernel((F1, i8, i8, i8, F1, F2, F1s, F1, F2, B1, F1), error_model="numpy")
 def penalty_from_packed(W, m, nv, nj, phi, vc, mu, params, f, active, stats):
-    """``penalty_forces`` with ``G = X_Aᵀ X_A`` and ``b = J_c,A a_free + γ_c,A`` formed for the
-    active set A only, from the simulator's buffer (``ContactState.packed``). Writes the forces
-    ``f`` (m, 3, zero on entry), ``active`` (m,) and ``stats``."""
+    """``penalty_forces`` with ``G = X_Aᵀ X_A`` and ``b = J_c,A a_free (+ γ_c,A if params[9])``
+    formed for the active set A only, from the simulator's buffer (``ContactState.packed``).
+    Writes the forces ``f`` (m, 3, zero on entry), ``active`` (m,) and ``stats``."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
     for i in range(phi.shape[0]):
         active[i] = phi[i] <= params[3]
     idx = np.flatnonzero(active)
-    G, b = delassus_from_factor(X, Jc, af, gc, idx, True)
+    G, b = delassus_from_factor(X, Jc, af, gc, idx, params[9] != 0.0)
     if idx.shape[0] == phi.shape[0]:  # every point active (a standing robot): no copies
         _scatter(penalty_forces(G, b, phi, vc, mu, params), idx, f, stats)
     else:
@@ -538,14 +558,18 @@ def penalty_forces(G, b, phi, vc, mu, params):
         solves += 1
         if solves >= max_solves:
             break
-        if coupled:  # points beyond their cone slide: f_t = μ f_n along f'_t (first)
+        if coupled:  # points beyond their cone slide: f_t = μ f_n opposite the slip
             n_new = 0
             for i in range(a):
                 if keep[i] and not sliding[i]:
                     ft = np.hypot(fp[i, 0], fp[i, 1])
                     if ft > 0.0 and ft > mu[i] * max(fp[i, 2], 0.0) * (1.0 + 1e-12):
                         sliding[i] = True
-                        d[i, 0], d[i, 1] = fp[i, 0] / ft, fp[i, 1] / ft
+                        vt = np.hypot(vc[i, 0], vc[i, 1])
+                        if vt > VSLIP:  # sliding: Coulomb's maximum dissipation
+                            d[i, 0], d[i, 1] = -vc[i, 0] / vt, -vc[i, 1] / vt
+                        else:  # eq. 20's direction, the demanded force's
+                            d[i, 0], d[i, 1] = fp[i, 0] / ft, fp[i, 1] / ft
                         n_new += 1
             if n_new:
                 continue

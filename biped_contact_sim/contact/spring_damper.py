@@ -7,13 +7,21 @@ Normal force for ``φ < 0`` (zero otherwise), penetration ``δ = −φ``:
 
 ``clamp`` applies ``max(0, ·)``. Without it, eq. 2 pulls the body back just before separation
 (a negative, "sticking" normal force, as the paper notes) and rests at a penetration
-``m g / k_p``. Tangential: a stiction spring–damper anchored where the point touched down,
+``m g / k_p``. Tangential: a stiction spring–damper between the body's material point at the
+contact and an anchor on the other surface, laid where the point touched down. Its elongation
+``e = p_t − a`` grows only with the material slip velocity ``ṗ_t`` (``v_c``'s tangential part,
+the velocity of the body's point where the contact is, relative to the other body):
 
-    f_t = −k_t (p_t − a) − d_t ṗ_t,   clamped to ‖f_t‖ ≤ μ max(f_n, 0);
+    e_k = e_{k−1} + dt ṗ_t,k,    f_t = −k_t e_k − d_t ṗ_t,   clamped to ‖f_t‖ ≤ μ max(f_n, 0);
 
 while clamped the anchor slides so that the spring alone yields the clamped force
-(``a = p_t + (f_t + d_t ṗ_t)/k_t``), which gives Coulomb sliding without a velocity threshold.
-The anchor moves once per step (``commit``), from the state at the start of the step.
+(``e_k ← −(f_t + d_t ṗ_t)/k_t``), which gives Coulomb sliding without a velocity threshold.
+The anchor is re-seated under the contact point as that point moves over the surfaces, which
+keeps its id: a sphere or a cylinder rolls (its contact point runs over both surfaces while the
+material point at it is at rest: e stays), a box's corner that runs along an edge does not
+jump away from its anchor. (Anchoring the contact point's *position*, ``e = p_t − a``, held a
+rolling ball in place: the geometric contact point moves with its centre.) ``e`` is kept per
+contact id in the contact frame's tangent coordinates, updated once per step (``commit``).
 """
 
 from __future__ import annotations
@@ -81,15 +89,17 @@ class SpringDamperContact(ContactModel):
     name = "spring_damper"
     Settings = SpringDamperSettings
     stat_names = ("sliding", "min_normal_force")
+    stores_energy = True  # the stiction springs give back what they stored
 
     def __init__(self, **settings):
         super().__init__(**settings)
         s = self.settings
-        # The kernel's settings in one array (one argument to type-check per call).
+        # The kernel's settings in one array (one argument to type-check per call); the last
+        # is the step dt (set by ``compute``).
         self._params = np.array([s.stiffness, s.damping, float(s.law == "linear"),
                                  float(s.clamp), s.hc_exponent, s.hc_damping,
-                                 s.tangential_stiffness, s.tangential_damping])
-        self._table: np.ndarray | None = None  # the anchors by id (``reset``)
+                                 s.tangential_stiffness, s.tangential_damping, 0.0])
+        self._table: np.ndarray | None = None  # the elongations by id (``reset``)
 
     def check_inertia(self, dt: float, G: np.ndarray) -> None:
         """Refuse a linear law that semi-implicit Euler cannot integrate stably on this robot.
@@ -126,16 +136,17 @@ class SpringDamperContact(ContactModel):
                     f"{4.0 - 2.0 * dt * c * lam:.3g}); use a smaller dt, {k_name} or {c_name}")
 
     def reset(self, n_points: int) -> None:
-        self._anchor = np.full((n_points, 2), np.nan)  # NaN: not in contact, no anchor
-        # Anchors by contact id (ContactState.ids): rows (id, a₁, a₂) sorted by id, flat.
+        self._elongation = np.full((n_points, 2), np.nan)  # NaN: not in contact, no anchor
+        # Elongations by contact id (ContactState.ids): rows (id, e₁, e₂) sorted by id, flat.
         self._table = np.zeros(0)
 
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
         """Eq. 2 (or Hunt–Crossley) and the stiction spring by the compiled ``spring_step``;
-        anchors are kept per contact id, so they follow a point whatever its position in the
-        arrays."""
+        elongations are kept per contact id, so they follow a point whatever its position in
+        the arrays."""
         if self._table is None:
             self.reset(state.n_points)
+        self._params[8] = state.dt
         phi = state.phi
         m = len(phi)
         # outputs allocated here and filled by the kernel (cheaper than arrays it returns)
@@ -150,17 +161,17 @@ class SpringDamperContact(ContactModel):
                              Stats(self.stat_names, out[n3:n3 + 2]))
 
     def compute_reference(self, state: ContactState, commit: bool = True) -> ContactResult:
-        """The numpy implementation (anchors by position in the arrays): the reference the
+        """The numpy implementation (elongations by position in the arrays): the reference the
         compiled kernel is tested against."""
         s = self.settings
         m = state.n_points
-        if getattr(self, "_anchor", None) is None or len(self._anchor) != m:
+        if getattr(self, "_elongation", None) is None or len(self._elongation) != m:
             self.reset(m)
         active = state.phi < 0.0
         f = np.zeros((m, 3))
         idx = np.flatnonzero(active)
-        anchor = self._anchor.copy()
-        anchor[~active] = np.nan
+        elongation = self._elongation.copy()
+        elongation[~active] = np.nan
         if idx.size:
             delta, delta_dot = -state.phi[idx], -state.vc[idx, 2]
             if s.law == "linear":
@@ -169,34 +180,33 @@ class SpringDamperContact(ContactModel):
                 fn = s.stiffness * delta ** s.hc_exponent * (1.0 + s.hc_damping * delta_dot)
             if s.clamp:
                 fn = np.maximum(fn, 0.0)
-            pt, vt = state.p_tangent[idx], state.vc[idx, :2]
-            a = anchor[idx]
-            new = np.isnan(a[:, 0])
-            a[new] = pt[new]  # touch-down: anchor where the point entered
-            ft = -s.tangential_stiffness * (pt - a) - s.tangential_damping * vt
+            vt = state.vc[idx, :2]
+            e = elongation[idx] + state.dt * vt
+            e[np.isnan(e[:, 0])] = 0.0  # touch-down: anchor where the point entered
+            ft = -s.tangential_stiffness * e - s.tangential_damping * vt
             limit = state.mu[idx] * np.maximum(fn, 0.0)
             norm = np.sqrt((ft * ft).sum(axis=1))
             slip = norm > limit
             if slip.any():
                 ft[slip] *= (limit[slip] / np.where(norm[slip] > 0, norm[slip], 1.0))[:, None]
-                a[slip] = pt[slip] + (ft[slip] + s.tangential_damping * vt[slip]) \
-                    / s.tangential_stiffness
-            anchor[idx] = a
+                e[slip] = -(ft[slip] + s.tangential_damping * vt[slip]) / s.tangential_stiffness
+            elongation[idx] = e
             f[idx, :2], f[idx, 2] = ft, fn
             stats = {"sliding": int(slip.sum()), "min_normal_force": float(fn.min())}
         else:
             stats = {"sliding": 0, "min_normal_force": 0.0}
         if commit:
-            self._anchor = anchor
+            self._elongation = elongation
         return ContactResult(f, active, stats)
 
 
 @kernel((I1s, F1, F1, F2, F2s, F1s, F1, F1, B1), error_model="numpy")
 def spring_step(ids, table, phi, vc, pt, mu, params, out, active_out):
-    """``spring_forces`` with the anchors looked up by contact id in ``table`` (rows (id, a₁,
-    a₂) sorted by id, flat; ids are integers, exact in float64 below 2⁵³), into ``out`` (6m +
-    2) = [f (3m) | statistics (2) | the new table: the points that keep an anchor, sorted by
-    id (3k) | unused] and ``active_out`` (m,) (given: each array numba returns costs a boxing).
+    """``spring_forces`` with the elongations looked up by contact id in ``table`` (rows (id,
+    e₁, e₂) sorted by id, flat; ids are integers, exact in float64 below 2⁵³) and advanced by
+    ``dt ṗ_t`` (``params[8]`` = dt), into ``out`` (6m + 2) = [f (3m) | statistics (2) | the new
+    table: the points that keep an anchor, sorted by id (3k) | unused] and ``active_out`` (m,)
+    (given: each array numba returns costs a boxing); ``pt`` is not read.
 
     Returns:
         k, the rows of the new table.
@@ -209,8 +219,12 @@ def spring_step(ids, table, phi, vc, pt, mu, params, out, active_out):
         known_ids[j] = np.int64(table[3 * j])
         anchors[j, 0] = table[3 * j + 1]
         anchors[j, 1] = table[3 * j + 2]
-    anchor = lookup_anchors(known_ids, anchors, ids)
-    f, active, new, stats = spring_forces(phi, vc, pt, mu, anchor, params[0], params[1],
+    elongation = lookup_anchors(known_ids, anchors, ids)
+    dt = params[8]
+    for i in range(elongation.shape[0]):  # e_k = e_{k−1} + dt ṗ_t (NaN stays NaN: new)
+        elongation[i, 0] += dt * vc[i, 0]
+        elongation[i, 1] += dt * vc[i, 1]
+    f, active, new, stats = spring_forces(phi, vc, mu, elongation, params[0], params[1],
                                           params[2] != 0.0, params[3] != 0.0, params[4],
                                           params[5], params[6], params[7])
     keep = np.flatnonzero(~np.isnan(new[:, 0]))
@@ -230,7 +244,7 @@ def spring_step(ids, table, phi, vc, pt, mu, params, out, active_out):
 
 @kernel((I1, F2, I1), error_model="numpy")
 def lookup_anchors(known_ids, anchors, ids):
-    """Anchors (m, 2) of the points with ``ids`` (NaN where a point has none); ``known_ids``
+    """The rows (m, 2) of the points with ``ids`` (NaN where a point has none); ``known_ids``
     sorted."""
     m = ids.shape[0]
     out = np.full((m, 2), np.nan)
@@ -246,21 +260,22 @@ def lookup_anchors(known_ids, anchors, ids):
     return out
 
 
-@kernel((F1, F2, F2s, F1s, F2, f8, f8, b1, b1, f8, f8, f8, f8), error_model="numpy")
-def spring_forces(phi, vc, pt, mu, anchor, kp, kv, linear, clamp, hc_n, hc_c, kt, dt_):
+@kernel((F1, F2, F1s, F2, f8, f8, b1, b1, f8, f8, f8, f8), error_model="numpy")
+def spring_forces(phi, vc, mu, elongation, kp, kv, linear, clamp, hc_n, hc_c, kt, ct):
     """Normal law (eq. 2 or Hunt–Crossley) and the stiction spring of the module docstring.
 
     Args:
-        anchor: (m, 2) anchors at the start of the step (NaN: none); a copy is updated.
+        elongation: (m, 2) the springs' elongations e_k of this step (NaN: touch-down, e = 0);
+            a copy is updated.
 
     Returns:
-        f (m, 3), active (m,), the anchors after the step (NaN off contact) and the
+        f (m, 3), active (m,), the elongations after the step (NaN off contact) and the
         statistics (sliding points, smallest normal force of the active points or 0).
     """
     m = phi.shape[0]
     f = np.zeros((m, 3))
     active = phi < 0.0
-    out = anchor.copy()
+    out = elongation.copy()
     sliding = 0
     fmin = np.inf
     for i in range(m):
@@ -276,17 +291,17 @@ def spring_forces(phi, vc, pt, mu, anchor, kp, kv, linear, clamp, hc_n, hc_c, kt
         if clamp:
             fn = max(fn, 0.0)
         if np.isnan(out[i, 0]):  # touch-down: anchor where the point entered
-            out[i, 0], out[i, 1] = pt[i, 0], pt[i, 1]
-        f1 = -kt * (pt[i, 0] - out[i, 0]) - dt_ * vc[i, 0]
-        f2 = -kt * (pt[i, 1] - out[i, 1]) - dt_ * vc[i, 1]
+            out[i, 0], out[i, 1] = 0.0, 0.0
+        f1 = -kt * out[i, 0] - ct * vc[i, 0]
+        f2 = -kt * out[i, 1] - ct * vc[i, 1]
         limit = mu[i] * max(fn, 0.0)
         norm = np.sqrt(f1 * f1 + f2 * f2)
         if norm > limit:
             scale = limit / norm if norm > 0.0 else limit
             f1 *= scale
             f2 *= scale
-            out[i, 0] = pt[i, 0] + (f1 + dt_ * vc[i, 0]) / kt
-            out[i, 1] = pt[i, 1] + (f2 + dt_ * vc[i, 1]) / kt
+            out[i, 0] = -(f1 + ct * vc[i, 0]) / kt
+            out[i, 1] = -(f2 + ct * vc[i, 1]) / kt
             sliding += 1
         f[i, 0], f[i, 1], f[i, 2] = f1, f2, fn
         fmin = min(fmin, fn)

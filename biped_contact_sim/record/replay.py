@@ -116,10 +116,8 @@ class ObjectPoses:
 
     def __init__(self, world: World | None):
         objects = world.objects if world is not None else ()
-        self.shapes = [WorldShape(f"objects/{o.name}", o.shape,
-                                  tuple(float(x) for x in o.size) if o.shape == "box"
-                                  else (float(o.radius),), np.eye(4), OBJECT_RGBA)
-                       for o in objects]
+        self.shapes = [WorldShape(f"objects/{o.name}", o.shape, _object_size(o), np.eye(4),
+                                  OBJECT_RGBA) for o in objects]
         self.paths = [f"world/{shape.name}" for shape in self.shapes]
 
     def create(self, vis) -> None:
@@ -134,6 +132,15 @@ class ObjectPoses:
             q = np.asarray(q_objects, float).reshape(len(self.paths), 7)
             out[:, :7] = q
         return out
+
+
+def _object_size(obj) -> tuple[float, ...]:
+    """A free object's ``WorldShape`` size: box (x, y, z), sphere (r,), cylinder (length, r)."""
+    if obj.shape == "box":
+        return tuple(float(x) for x in obj.size)
+    if obj.shape == "cylinder":
+        return float(obj.length), float(obj.radius)
+    return (float(obj.radius),)
 
 
 def _meshcat_shape(shape: WorldShape):

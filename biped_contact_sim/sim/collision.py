@@ -162,7 +162,9 @@ class Geometries:
             for g in geom_model.geometryObjects:
                 add(g.name, g.geometry, g.parentJoint, g.placement, 0, world.robot_material)
         for k, (obj, j) in enumerate(zip(world.objects, object_joints, strict=True)):
-            shape = coal.Box(*obj.size) if obj.shape == "box" else coal.Sphere(obj.radius)
+            shape = coal.Box(*obj.size) if obj.shape == "box" else \
+                coal.Cylinder(obj.radius, obj.length) if obj.shape == "cylinder" else \
+                coal.Sphere(obj.radius)
             add(obj.name, shape, j, pin.SE3.Identity(), k + 1, obj.material)
         self.names = tuple(names)
         self.kind = np.array(kind, dtype=np.int64)

@@ -10,7 +10,8 @@ and p₂ on body 2 with frame ``C_i = [t₁ t₂ n]``,
     γ_c,i = C_iᵀ(J̇₁v − J̇₂v)   (C_i held fixed over the step),
 
 with J_b(p) the point Jacobian of body b (``robot.kernels.point_terms``; the static world has
-none), and the free motion and the factor of M in the buffer the contact models read
+none), the normal drift then made the gap's own on curved surfaces (``curved_drift``), and the
+free motion and the factor of M in the buffer the contact models read
 (``robot.kernels.step_terms``'s layout). The contact models see only contact-frame quantities,
 so a changing number of contacts with non-parallel normals needs nothing more from them; their
 per-contact state is keyed by ``ContactState.ids`` (the detector's feature ids).
@@ -46,11 +47,16 @@ from biped_contact_sim.sim.collision_kernels import (
     F_LOCAL1,
     F_LOCAL2,
     F_MU,
+    F_NORMAL,
     F_PT,
     I_BODY1,
     I_BODY2,
     I_COLS,
+    I_GEOM1,
     I_ID,
+    I_OTHER,
+    KIND_CYLINDER,
+    KIND_SPHERE,
     detect_only,
     finish_into,
     static_views,
@@ -142,6 +148,81 @@ def geometry_terms_into(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, tr
                 + C[8] * (p[i, 2] - local2[i, 2])
     free_motion(U, D, nle, tc_o, v_idx, extra, Jc_o, tf_o, af_o, X_o, U_o, D_o)
     return finite
+
+
+@kernel((F1, i8, i8, i8, F2, I2, I1, F2, F3, F2, I1, i8, ro(F3s), ro(F2)), error_model="numpy")
+def curved_drift(W, m, nv, nj, floats, ints, kind, half, geom_R, geom_t, joint, first,
+                 rotations, velocities):
+    """The normal drift of contacts on spheres and cylinders made the gap's second derivative.
+
+    ``γ_n = nᵀ(J̇₁v − J̇₂v)`` is the acceleration of the *material* points at the contact. On a
+    curved surface the contact point runs over the body as it turns, and the gap does not
+    follow the material point: for a sphere of radius r turning at ω, ``nᵀ(ω × (ω × (−r n)))``
+    = ``r |ω_⊥|²`` (the centripetal acceleration of the point under the centre, ω_⊥ the part
+    of ω across n) is in γ_n but not in φ̈, which is the centre's. A force-level model that
+    reads γ_n (penalty_fl, eq. 18) then sees a rolling ball's bottom point lifting off at
+    ``r ω²`` and lets it sink (49 mm at 24 rad/s). For a cylinder's rim point ``p = c + x``,
+    ``x = −h s a − r d`` (axis a, end s, d across the axis), with ``u = aᵀn``:
+
+        φ̈ − nᵀ(c̈) = −h s ü + r (u̇²/(1 − u²)^{3/2} + u ü/√(1 − u²)),
+        u̇ = ωᵀ(a × n),  ü = (ωᵀa)(ωᵀn) − |ω|² u,
+        nᵀ(p̈ − c̈) = (ωᵀx)(ωᵀn) − |ω|² xᵀn          (v̇ = 0, n held fixed),
+
+    and the difference is taken off γ_n (a cap flat on the surface, |u| > 0.995, is a flat
+    face: its rim points are material points). Box corners, clipped edges and faces are
+    material points: unchanged. A sphere as body 2 (``p₂ = c₂ + r₂ n``) adds its own
+    ``r₂ |ω₂⊥|²``. ``kind``, ``half``, ``geom_R``, ``geom_t``, ``joint``: the detector's
+    geometries (``collision.Geometries``); ``first``: the feature index of geometry 0 in
+    ``I_OTHER`` (the planes and static boxes come first).
+    """
+    Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
+    x = np.empty(3)
+    for i in range(m):
+        n0, n1, n2 = floats[i, F_NORMAL], floats[i, F_NORMAL + 1], floats[i, F_NORMAL + 2]
+        corr = 0.0
+        g = ints[i, I_GEOM1]
+        for side in range(2):
+            if side == 1:
+                g = ints[i, I_OTHER] - first
+                if g < 0 or kind[g] != KIND_SPHERE:
+                    break
+            k = kind[g]
+            if k != KIND_SPHERE and k != KIND_CYLINDER:
+                continue
+            R = rotations[joint[g]]
+            wl = velocities[joint[g]]
+            w0 = R[0, 0] * wl[3] + R[0, 1] * wl[4] + R[0, 2] * wl[5]
+            w1 = R[1, 0] * wl[3] + R[1, 1] * wl[4] + R[1, 2] * wl[5]
+            w2 = R[2, 0] * wl[3] + R[2, 1] * wl[4] + R[2, 2] * wl[5]
+            ww = w0 * w0 + w1 * w1 + w2 * w2
+            wn = w0 * n0 + w1 * n1 + w2 * n2
+            r = half[g, 0]
+            if k == KIND_SPHERE:
+                corr += r * (ww - wn * wn)
+                continue
+            # the cylinder's axis and the rim point relative to its centre, in the world
+            a = np.empty(3)
+            for c in range(3):
+                a[c] = R[c, 0] * geom_R[g, 0, 2] + R[c, 1] * geom_R[g, 1, 2] \
+                    + R[c, 2] * geom_R[g, 2, 2]
+            for c in range(3):
+                x[c] = R[c, 0] * (floats[i, F_LOCAL1] - geom_t[g, 0]) \
+                    + R[c, 1] * (floats[i, F_LOCAL1 + 1] - geom_t[g, 1]) \
+                    + R[c, 2] * (floats[i, F_LOCAL1 + 2] - geom_t[g, 2])
+            u = a[0] * n0 + a[1] * n1 + a[2] * n2
+            if abs(u) > 0.995:
+                continue
+            wa = w0 * a[0] + w1 * a[1] + w2 * a[2]
+            wx = w0 * x[0] + w1 * x[1] + w2 * x[2]
+            xn = x[0] * n0 + x[1] * n1 + x[2] * n2
+            hs = -(x[0] * a[0] + x[1] * a[1] + x[2] * a[2])
+            du = w0 * (a[1] * n2 - a[2] * n1) + w1 * (a[2] * n0 - a[0] * n2) \
+                + w2 * (a[0] * n1 - a[1] * n0)
+            ddu = wa * wn - ww * u
+            q = 1.0 - u * u
+            gap = -hs * ddu + r * (du * du / (q * np.sqrt(q)) + u * ddu / np.sqrt(q))
+            corr += wx * wn - ww * xn - gap
+        gc[3 * i + 2] -= corr
 
 
 @kernel((i8, i8, i8), error_model="numpy")
@@ -273,6 +354,19 @@ class GeometryContacts:
         self._step_args: tuple | None = None
         self._nb, self._nv = self.model.njoints, self.model.nv
         self._joint_names = self.detector._joint_names
+        g, det = self.detector.geoms, self.detector
+        #: ``curved_drift``'s fixed arguments, or None when no geometry is a sphere or cylinder
+        self._curved = (g.kind, g.half, g.R, g.t, g.joint,
+                        len(det.plane_n) + len(det.box_R)) \
+            if np.isin(g.kind, (KIND_SPHERE, KIND_CYLINDER)).any() else None
+
+    def curve(self, W: np.ndarray, m: int, floats: np.ndarray, ints: np.ndarray) -> None:
+        """The normal drifts of the contacts on spheres and cylinders in W made the gaps'
+        (``curved_drift``), from the placements and velocities of the last ``compute``."""
+        if self._curved is not None and m:
+            ws = self.workspace
+            curved_drift(W, m, self._nv, len(W) - packed_size(m, self._nv, 0), floats, ints,
+                         *self._curved, ws.rotations, ws.velocities)
 
     def detect(self) -> Contacts:
         """The contacts at the configuration of the last ``workspace.compute``."""
@@ -312,6 +406,7 @@ class GeometryContacts:
             contacts = self.detector.finish(self.data, n, nf)
             return (contacts, *self.state(v, tau, limit, v_idx, extra, dt, nj, contacts))
         floats, phi, vc, _ = step_out_views(out, n, nj)
+        self.curve(W, n, floats, ints)
         contacts = Contacts(floats, ints, self._joint_names)
         self.step_out = (out, n, nj, self._nb)
         p = step_points(out, n, nj, self._nb)
@@ -343,6 +438,7 @@ class GeometryContacts:
             ws.J, ws.U, ws.D, ws.nle, v, tau, limit, v_idx, extra, ws.rotations,
             ws.translations, ws.velocities, ws.accelerations, ws.support, contacts.floats,
             contacts.ints)
+        self.curve(W, len(phi), contacts.floats, contacts.ints)
         state = ContactState.from_packed(dt, phi, vc, contacts.p_tangent, contacts.mu,
                                          contacts.ids, (W, len(phi), self.model.nv, nj))
         self.placements = placements

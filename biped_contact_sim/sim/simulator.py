@@ -4,7 +4,9 @@
 
 Dynamics (docs/methods.md §1): ``M v̇ = Sᵀτ − h + J_cᵀ f``. Integrators:
 
-* ``semi_implicit_euler`` (default, symplectic): ``v⁺ = v + dt v̇``, ``q⁺ = integrate(q, dt v⁺)``;
+* ``semi_implicit_euler`` (default, symplectic): ``v⁺ = v + dt v̇``, ``q⁺ = integrate(q, dt v⁺)``,
+  with the momentum of free rigid bodies carried through the step's rotation (their centre
+  moves straight, midpoint gyroscopic term; ``sim.integrator``, docs/methods.md §1.1);
 * ``rk4`` (force-based models only): RK4 on the configuration manifold (Runge–Kutta–Munthe-Kaas,
   Munthe-Kaas 1998, "Runge-Kutta methods on Lie groups", BIT 38, doi:10.1007/BF02510919):
   the configuration is ``q = q₀ ⊕ ξ`` with ξ in the tangent space at q₀ (``pin.integrate``),
@@ -50,6 +52,13 @@ from biped_contact_sim.sim.contact_geometry import (
     step_placements,
     step_points,
     world_from_terrain,
+)
+from biped_contact_sim.sim.integrator import (
+    contact_energy,
+    free_bodies,
+    momentum_size,
+    momentum_terms,
+    transport,
 )
 from biped_contact_sim.sim.terrain import PlaneTerrain
 from biped_contact_sim.sim.world import World, object_state
@@ -120,12 +129,15 @@ class StepResult:
         contacts: the geometry contact set (``collision.Contacts``: bodies, points, ids) or
             None; q_objects, v_objects: the free objects' state after the step (geometry
             contacts with a world that has objects; else empty).
+        contact_work: the kinetic energy the contact impulse gave over the step [J] (≤ 0:
+            dissipated), ``contact_separation`` its part pushing points off their surfaces
+            (restitution, penetration recovery; ``sim.integrator.contact_energy``).
     """
 
     __slots__ = ("_R", "_f_world", "_frames", "_joint_placements", "_out", "_p", "_placements",
-                 "a", "active", "contacts", "energy_prev", "f_contact", "f_external", "ids",
-                 "phi", "q", "q_objects", "q_prev", "stats", "t", "tau", "tau_external", "v",
-                 "v_objects", "vc", "vc_next")
+                 "a", "active", "contact_separation", "contact_work", "contacts", "energy_prev",
+                 "f_contact", "f_external", "ids", "phi", "q", "q_objects", "q_prev", "stats",
+                 "t", "tau", "tau_external", "v", "v_objects", "vc", "vc_next")
 
     def __init__(self, t: float, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau: np.ndarray,
                  p: np.ndarray, phi: np.ndarray, vc: np.ndarray, f_contact: np.ndarray,
@@ -143,6 +155,7 @@ class StepResult:
         self.q_prev, self.energy_prev, self.tau_external = q_prev, energy_prev, tau_external
         self._frames = self.contacts = self._joint_placements = self._out = None
         self.q_objects = self.v_objects = _EMPTY
+        self.contact_work = self.contact_separation = 0.0
 
     # p, placements, frames and joint_placements of ``step``'s lean path are views of the
     # step's output buffer, made when first read (most readers need none): ``_out`` holds
@@ -295,6 +308,11 @@ class Simulator:
         self._f_ext: np.ndarray | None = None
         self._tau_ext: np.ndarray | None = None
         self._euler = self.settings.integrator == "semi_implicit_euler"
+        # semi-implicit Euler carries free bodies' momentum through their rotation
+        # (sim.integrator)
+        self._ff_v, self._ff_q, self._ff_com = free_bodies(self.model)
+        self._transport = self._euler and len(self._ff_v) > 0
+        self._mt = np.empty(momentum_size(self._nv, len(self._ff_v)))
         self._R_world = None if self.terrain.flat else self._R  # f_world = f Rᵀ (None: f)
         self._tau_shape = (self._n_joints,)
         self._dt, self._max_speed = self.settings.dt, self.settings.max_speed
@@ -557,6 +575,9 @@ class Simulator:
         contacts = Contacts(floats, ints, self._joint_names)
         self._contact_set = contacts
         geo.step_out = src = (out, n, nj, self._nb)
+        geo.curve(W, n, floats, ints)
+        if self._transport:
+            momentum_terms(W, n, nv, nj, v, self._ff_v, self._ff_com, self._mt)
         res = self.contact.compute(ContactState.from_packed(
             dt, phi, vc, floats[:, F_PT:F_PT + 2], floats[:, F_MU], ids, (W, n, nv, nj)), True)
         f = res.f
@@ -567,11 +588,15 @@ class Simulator:
             raise self._diverged(t_new, speed)
         v_new = buf[nv:2 * nv]
         q_new = pin.integrate(model, q, buf[2 * nv:3 * nv])
+        if self._transport:
+            v_new = self._transported(W, n, q, q_new, buf)
         result = StepResult(t_new, q_new, v_new, buf[:nv], tau_c, None, phi, vc, f, None,
                             res.active, res.stats, buf[3 * nv:].reshape(n, 3), None, ids, None,
                             None, q, energy, None)
         result._out, result.contacts = (step_points, step_placements, src), contacts
         result._frames = result._joint_placements = _LAZY  # (no free objects: q_objects empty)
+        if n:
+            self._contact_energy(W, n, f, result)
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
 
@@ -592,6 +617,8 @@ class Simulator:
         m, nj, nv, dt = self._m, self._n_joints, self._nv, self._dt
         phi, pt, vc, tau_c = points_views(out, m, nj)
         ids = self._ids
+        if self._transport:
+            momentum_terms(W, m, nv, nj, v, self._ff_v, self._ff_com, self._mt)
         res = self.contact.compute(ContactState.from_packed(dt, phi, vc, pt, self._mu, ids,
                                                             (W, m, nv, nj)), True)
         f = res.f
@@ -602,12 +629,35 @@ class Simulator:
             raise self._diverged(t_new, speed)
         v_new = buf[nv:2 * nv]
         q_new = pin.integrate(model, q, buf[2 * nv:3 * nv])
+        if self._transport:
+            v_new = self._transported(W, m, q, q_new, buf)
         result = StepResult(t_new, q_new, v_new, buf[:nv], tau_c, None, phi, vc, f, None,
                             res.active, res.stats, buf[3 * nv:].reshape(m, 3), None, ids, _LAZY,
                             self._R_world, q, energy, None)
         result._out = (points_positions, points_placements, (out, m, nj, self._nb))
+        if m:
+            self._contact_energy(W, m, f, result)
         self.q, self.v, self.t = q_new, v_new, t_new
         return result
+
+    def _contact_energy(self, W: np.ndarray, m: int, f: np.ndarray,
+                        result: StepResult) -> None:
+        """``result.contact_work`` and ``contact_separation`` (``sim.integrator.contact_energy``)
+        from the step's buffer W (m points)."""
+        out = np.empty(2)
+        nv = self._nv
+        contact_energy(W, m, nv, self._n_joints, f, result.vc_next, self._dt, out)
+        result.contact_work, result.contact_separation = out[0], out[1]
+
+    def _transported(self, W: np.ndarray, m: int, q: np.ndarray, q_new: np.ndarray,
+                     buf: np.ndarray) -> np.ndarray:
+        """ν⁺ of the free bodies' momentum transport (``sim.integrator.transport``); sets their
+        positions in ``q_new`` and makes ``buf[:nv]`` pinocchio's v̇."""
+        nv = len(self._mt) - 6 * len(self._ff_v)
+        v_new = np.empty(nv)
+        transport(W, m, nv, self._n_joints, q, q_new, buf[nv:2 * nv], buf[:nv], self._dt,
+                  self._ff_v, self._ff_q, self._ff_com, self._mt, v_new)
+        return v_new
 
     def _step(self, tau) -> StepResult:
         """``step`` in general: any integrator, external forces, free objects."""
@@ -618,10 +668,14 @@ class Simulator:
         data = self.data
         energy = data.kinetic_energy + data.potential_energy  # at (q, v), by computeAllTerms
         tau = terms.tau
+        packed = state.packed
+        # (a state built from a dense M⁻¹, by a replaced contact_state, steps plainly)
+        transported = self._transport and packed is not None
+        if transported:
+            momentum_terms(*packed, v, self._ff_v, self._ff_com, self._mt)
         res = self.contact.compute(state, commit=True)
         f_ext, tau_ext = self._f_ext, self._tau_ext
         if self._euler:
-            packed = state.packed
             if packed is not None:
                 nv_all, m = len(v), packed[1]
                 buf = np.empty(3 * (nv_all + m))
@@ -655,6 +709,8 @@ class Simulator:
             raise self._diverged(t_new, speed)
         if self._euler:
             q_new = pin.integrate(model, q, dq)
+            if transported:
+                v_new = self._transported(packed[0], packed[1], q, q_new, buf)
         else:
             q_new = pin.integrate(model, q, dt / 6.0 * (v + 2 * k2 + 2 * k3 + k4))
         # q stays finite: v⁺ is finite and bounded, q was finite (checked by reset).
@@ -666,6 +722,16 @@ class Simulator:
         result = StepResult(t_new, q_new, v_new, a, tau, terms.p, state.phi, state.vc, f, None,
                             res.active, res.stats, vc_next, f_ext, state.ids, terms.placements,
                             self._R_world, q_robot, energy, tau_ext)
+        if len(f):
+            if packed is not None:
+                self._contact_energy(packed[0], packed[1], f, result)
+            else:  # a dense state: ½ v⁺ᵀ M v⁺ − ½ v_fᵀ M v_f through its own G
+                P = dt * np.asarray(f, float).reshape(-1)
+                result.contact_work = float(P @ vc_next.reshape(-1) - 0.5 * P @ (
+                    state.Jc @ (state.Minv @ (state.Jc.T @ P))))
+                vn = vc_next.reshape(-1, 3)[:, 2]
+                result.contact_separation = float(np.sum(P[2::3] * np.maximum(vn, 0.0)
+                                                         * (P[2::3] > 0.0)))
         if self.geometry is not None:
             result.frames, result.contacts = self._contact_set.frames, self._contact_set
             # the joints at the step's start (contact_state's compute; geometry_step_terms)

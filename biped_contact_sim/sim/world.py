@@ -14,6 +14,8 @@ one schema, validated here; every error names the key and what is allowed::
         - {name: crate, shape: box, size: [0.2, 0.2, 0.2], mass: 2.0,
            position: [0.5, 0, 0.85], rpy: [0, 0, 0], material: wood}
         - {name: ball, shape: sphere, radius: 0.1, mass: 1.0, position: [1, 0, 0.1]}
+        - {name: roller, shape: cylinder, radius: 0.1, length: 0.3, mass: 1.0,
+           position: [1, 0.5, 0.1], rpy: [1.5708, 0, 0]}  # axis z of its frame, here along y
       materials:
         default: {mu: 0.8, restitution: 0.0}     # every pair not listed below
         pairs:
@@ -22,7 +24,8 @@ one schema, validated here; every error names the key and what is allowed::
 
 ``size`` is the full extent (x, y, z) of a box; ``rpy`` roll, pitch, yaw [rad] (world ←
 body = R_z(yaw) R_y(pitch) R_x(roll)). An object's inertia is the solid box's or sphere's of
-its mass unless ``inertia: [Ixx, Iyy, Izz]`` (principal, about the centre, body axes) is given.
+its mass unless ``inertia: [Ixx, Iyy, Izz]`` (principal, about the centre, body axes) is given;
+a cylinder's axis is the z axis of its frame (``length`` its full length).
 ``restitution`` must be 0 (or absent): the contact models apply their own impact laws
 (docs/methods.md §2: gauss_seidel and acceleration_lcp take one Newton e as their
 ``restitution`` setting; time_stepping is plastic; the penalty models rebound by their gains),
@@ -47,12 +50,12 @@ _WORLD_KEYS = ("ground", "planes", "boxes", "objects", "materials", "robot_mater
 _GROUND_KEYS = ("height", "material")
 _PLANE_KEYS = ("name", "normal", "point", "material")
 _BOX_KEYS = ("name", "size", "position", "rpy", "material")
-_OBJECT_KEYS = ("name", "shape", "size", "radius", "mass", "inertia", "position", "rpy",
-                "velocity", "material")
+_OBJECT_KEYS = ("name", "shape", "size", "radius", "length", "mass", "inertia", "position",
+                "rpy", "velocity", "material")
 _MATERIAL_KEYS = ("default", "pairs")
 _LAW_KEYS = ("mu", "restitution")
 _PAIR_KEYS = ("between", "mu", "restitution")
-OBJECT_SHAPES = ("box", "sphere")
+OBJECT_SHAPES = ("box", "sphere", "cylinder")
 DEFAULT_MATERIAL = "default"
 
 
@@ -87,7 +90,8 @@ class FreeObject:
     """A free rigid body (a free-flyer root of the dynamics), its shape and inertia.
 
     Attributes:
-        shape: ``box`` (``size``) or ``sphere`` (``radius``).
+        shape: ``box`` (``size``), ``sphere`` (``radius``) or ``cylinder`` (``radius`` and
+            ``length``, axis z of the body frame).
         inertia: pinocchio spatial inertia about the body frame (at the centre).
         pose: initial placement (world ← body); velocity: initial (linear, angular) in the
             world frame at the centre.
@@ -102,6 +106,7 @@ class FreeObject:
     pose: pin.SE3
     velocity: np.ndarray
     material: str
+    length: float | None = None
 
 
 @dataclass(frozen=True)
@@ -321,18 +326,27 @@ def _object(key: str, spec: Any, names: set[str]) -> FreeObject:
     if "mass" not in spec:
         raise ConfigError(f"world: {key}.mass is required (kg > 0)")
     mass = _number(f"{key}.mass", spec["mass"], 0.0, open_lo=True)
-    size = radius = None
+    size = radius = length = None
     if shape == "box":
-        if "size" not in spec or "radius" in spec:
-            raise ConfigError(f"world: {key} (a box) needs size: [x, y, z] and no radius")
+        if "size" not in spec or "radius" in spec or "length" in spec:
+            raise ConfigError(f"world: {key} (a box) needs size: [x, y, z] and no radius or "
+                              "length")
         size = _vector(f"{key}.size", spec["size"], positive=True)
         a, b, c = size
         diag = mass / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
-    else:
-        if "radius" not in spec or "size" in spec:
-            raise ConfigError(f"world: {key} (a sphere) needs radius: r and no size")
+    elif shape == "sphere":
+        if "radius" not in spec or "size" in spec or "length" in spec:
+            raise ConfigError(f"world: {key} (a sphere) needs radius: r and no size or length")
         radius = _number(f"{key}.radius", spec["radius"], 0.0, open_lo=True)
         diag = np.full(3, 0.4 * mass * radius * radius)
+    else:
+        if "radius" not in spec or "length" not in spec or "size" in spec:
+            raise ConfigError(f"world: {key} (a cylinder) needs radius: r, length: l and no "
+                              "size")
+        radius = _number(f"{key}.radius", spec["radius"], 0.0, open_lo=True)
+        length = _number(f"{key}.length", spec["length"], 0.0, open_lo=True)
+        side = mass * (3.0 * radius * radius + length * length) / 12.0
+        diag = np.array([side, side, 0.5 * mass * radius * radius])
     if "inertia" in spec:
         diag = _vector(f"{key}.inertia", spec["inertia"], positive=True)
         if max(diag) > diag.sum() - max(diag) + 1e-12:
@@ -341,7 +355,7 @@ def _object(key: str, spec: Any, names: set[str]) -> FreeObject:
     velocity = _vector(f"{key}.velocity", spec.get("velocity", [0.0] * 6), 6)
     return FreeObject(name, shape, size, radius, mass,
                       pin.Inertia(mass, np.zeros(3), np.diag(diag)), _pose(key, spec),
-                      velocity, _material(key, spec))
+                      velocity, _material(key, spec), length)
 
 
 def worlds_folder() -> Path:
