@@ -460,6 +460,10 @@ class Simulator:
         alone when there are no objects) and the contact set is detected at q (kept in
         ``last_contacts``) unless ``contacts`` is given (RK4 stages).
 
+        With semi-implicit Euler and free rigid bodies, the state is the step's: τ_free and the
+        drifts carry the momentum terms of ``sim.integrator`` (so a contact model asked here
+        answers what the step will ask it).
+
         Raises:
             InputError: τ has the wrong length or is not finite.
         """
@@ -489,6 +493,9 @@ class Simulator:
                     contacts)
             if not finite:
                 raise InputError("torque command contains NaN or Inf")
+            if self._transport:
+                momentum_terms(W, state.n_points, self._nv, self._n_joints, v, self._ff_v,
+                               self._ff_com, self._mt)
             return StepTerms(p, None, W, self._n_joints), state
         W, p, phi, pt, vc, placements, finite = step_terms(
             ws.J, ws.U, ws.D, ws.nle, v, tau, self._limit, self._v_idx, extra, ws.rotations,
@@ -498,6 +505,9 @@ class Simulator:
             raise InputError("torque command contains NaN or Inf")
         state = ContactState.from_packed(self.settings.dt, phi, vc, pt, self._mu, self._ids,
                                          (W, len(phi), self._nv, self._n_joints))
+        if self._transport:
+            momentum_terms(W, len(phi), self._nv, self._n_joints, v, self._ff_v, self._ff_com,
+                           self._mt)
         return StepTerms(p, placements, W, self._n_joints), state
 
     def _chart_velocity(self, q: np.ndarray, xi: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -669,10 +679,9 @@ class Simulator:
         energy = data.kinetic_energy + data.potential_energy  # at (q, v), by computeAllTerms
         tau = terms.tau
         packed = state.packed
-        # (a state built from a dense M⁻¹, by a replaced contact_state, steps plainly)
+        # (contact_state added the momentum terms; a state built from a dense M⁻¹, by a
+        # replaced contact_state, steps plainly)
         transported = self._transport and packed is not None
-        if transported:
-            momentum_terms(*packed, v, self._ff_v, self._ff_com, self._mt)
         res = self.contact.compute(state, commit=True)
         f_ext, tau_ext = self._f_ext, self._tau_ext
         if self._euler:
