@@ -67,7 +67,10 @@ class Cluster:
         self.address = f"127.0.0.1:{self.port}"
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
-            "RAY_USAGE_STATS_ENABLED": "0"}
+            "RAY_USAGE_STATS_ENABLED": "0",
+            # a loopback test cluster: Ray's token authentication (on by default since 2.5x)
+            # would read a token file of the user's home that another cluster may have written
+            "RAY_AUTH_MODE": "disabled"}
         self.procs: list[subprocess.Popen] = []
         self.logs: list = []
 

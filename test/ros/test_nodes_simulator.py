@@ -86,8 +86,9 @@ def test_bad_parameters_are_refused_at_start_up_naming_each(ros):
 
 
 def test_divergence_is_reported_and_the_node_stays_up(ros):
-    # Zero torque: the collapsing legs pass max_speed = 2 rad/s, which counts as divergence.
-    ros.start("simulator", real_time_factor=0.0, max_speed=2.0)
+    # Zero torque (not the hold): the collapsing legs pass max_speed = 2 rad/s, which counts as
+    # divergence.
+    ros.start("simulator", real_time_factor=0.0, max_speed=2.0, stale_command_action="zero")
     message = check_divergence_is_reported_and_the_node_stays_up(Recorder(ros.probe))
     print(f"\nsimulator status after the divergence: {message}")
 
