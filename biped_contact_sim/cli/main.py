@@ -327,10 +327,10 @@ def _check_run_args(args: argparse.Namespace) -> None:
     import math
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
-        raise ConfigError(f"--duration {args.duration!r} must be a number > 0 [s]")
+        raise ConfigError(f"--duration {args.duration!r} must be finite and > 0 [s]")
     if args.record_rate is not None and not (math.isfinite(args.record_rate)
                                              and args.record_rate > 0):
-        raise ConfigError(f"--record-rate {args.record_rate!r} must be a number > 0 [Hz]")
+        raise ConfigError(f"--record-rate {args.record_rate!r} must be finite and > 0 [Hz]")
     if args.max_steps < 1:
         raise ConfigError(f"--max-steps {args.max_steps} must be >= 1")
 

@@ -31,6 +31,7 @@ from biped_contact_sim.cli.progress import progress_bar
 from biped_contact_sim.contact import make_contact_model
 from biped_contact_sim.contact.base import Stats, positive
 from biped_contact_sim.control import Controller, Measurement
+from biped_contact_sim.control.base import check_measurement
 from biped_contact_sim.errors import BipedSimError, ConfigError, DivergenceError, unknown_name
 from biped_contact_sim.jit import B1, F1, F2, I1, f8, kernel
 from biped_contact_sim.record.buffer import RunningStat
@@ -49,6 +50,7 @@ DEFAULT_CONTACT_MODEL = "penalty_fl"
 DEFAULT_DURATION = 5.0  # [s] a scenario without its own duration, run without a behaviour
 FALL_HEIGHT_RATIO = 0.5  # a biped whose base drops below half its initial height has fallen
 PROGRESS_CHUNK = 100  # steps between progress-bar updates
+MAX_STEPS_EVER = 1e12  # a run of more steps is refused whatever the caller allows (~10 years)
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,9 @@ class JointPD:
         self.robot = robot
 
     def __call__(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """τ for the measured state; InputError (naming the field) if q or v has the wrong
+        length or is not finite, as every controller's entry (``check_measurement``)."""
+        check_measurement(t, q, v, self.robot.nq, self.robot.nv)
         return (self.tau_g + self.kp * (self.q_ref - q[self.robot.q_idx])
                 - self.kd * v[self.robot.v_idx])
 
@@ -353,13 +358,22 @@ class Run:
             duration = behavior.duration if behavior is not None else DEFAULT_DURATION
         duration = float(duration)
         if not (np.isfinite(duration) and duration > 0):
-            raise ConfigError(f"duration = {duration!r} must be > 0 s")
+            raise ConfigError(f"duration = {duration!r} must be finite and > 0 s")
+        steps = duration / sim.dt  # a count of steps: nothing to run, or a lifetime of it
+        if steps < 0.5:
+            raise ConfigError(f"duration = {duration:g} s is less than half a step "
+                              f"(dt = {sim.dt:g} s): nothing would be simulated; give at "
+                              f"least {sim.dt:g} s")
+        if steps > MAX_STEPS_EVER:
+            raise ConfigError(f"duration = {duration:.3g} s is {steps:.3g} steps of dt = "
+                              f"{sim.dt:g} s, more than {MAX_STEPS_EVER:.0e} (years of "
+                              "computing); give a shorter duration")
         self.result = RunResult(scenario, params, sim.contact.name, csettings, ctrl_name, robot,
                                 sim, duration=duration, behavior=behavior)
         self.sim, self.robot, self.control = sim, robot, control
         self.observer = Observer(robot, sim.terrain)
         self.on_sample = on_sample
-        self.n_steps = round(duration / sim.dt)
+        self.n_steps = round(steps)
         self.every = 1 if record_rate is None and sim.dt < 1e-3 else \
             max(1, round(1.0 / ((record_rate or default_record_rate) * sim.dt)))
         self.base_z0 = q0[2] if robot.config.base != "planar_xz" else q0[1]
