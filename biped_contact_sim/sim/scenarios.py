@@ -43,8 +43,9 @@ class Param:
         number = f"an {kind.__name__}" if kind is int else f"a {kind.__name__}"
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (
                 kind is int and np.isfinite(value) and float(value) != int(value)):
-            raise ConfigError(f"--set {key}={value!r}: expected {number}, {allowed} "
-                              f"({self.help})")
+            expected = f"{number} {allowed}" if allowed.startswith("in ") else \
+                f"{number}, {allowed}"
+            raise ConfigError(f"--set {key}={value!r}: expected {expected} ({self.help})")
         if not np.isfinite(value) or (self.lo is not None and (
                 value < self.lo or (self.lo_open and value == self.lo))) or (
                 self.hi is not None and value > self.hi):
