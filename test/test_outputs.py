@@ -1,12 +1,11 @@
-"""What a run leaves behind: the trace's TF tree, QoS and names; outputs that are never lost
-(checked ``--out``, Ctrl-C, reused folders); flat memory; bad input named; quick start-up."""
+"""What a run leaves behind: the trace's TF tree, QoS and names; a checked ``--out``; flat
+memory; bad input named; quick start-up. (Stops: test_stops.py; reused and shared folders:
+test_outdir.py.)"""
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -136,42 +135,6 @@ def test_unwritable_out_fails_before_simulating(tmp_path, capsys, monkeypatch):
         assert cli.main(["run", "drop", "--out", str(out)]) == cli.EXIT_OUTPUT
         err = capsys.readouterr().err
         assert err.startswith(f"error: --out {out}") and "Traceback" not in err
-
-
-def test_reused_folder_is_cleared_of_our_outputs_only(tmp_path):
-    (tmp_path / "plots").mkdir()
-    stale = [tmp_path / "plots" / "old.png", tmp_path / "replay.png", tmp_path / "replay.html"]
-    for path in stale:
-        path.write_text("stale")
-    mine = tmp_path / "notes.txt"
-    mine.write_text("keep")
-    assert cli.main(["-q", "run", "ball", "--duration", "0.01", "--no-plots", "--no-replay",
-                     "--out", str(tmp_path)]) == 0
-    assert not any(path.exists() for path in stale)
-    assert mine.read_text() == "keep"
-    assert (tmp_path / "summary.json").exists()
-
-
-def test_ctrl_c_writes_what_exists_and_exits_130(tmp_path):
-    proc = biped_sim("run", "stand", "--duration", "60", "--no-plots", "--out", str(tmp_path))
-    csv = tmp_path / "timeseries.csv"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:  # running and recording
-        if csv.exists() and csv.stat().st_size > 20_000:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, proc.communicate()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == cli.EXIT_INTERRUPTED, err
-    assert "Traceback" not in err
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["interrupted"] is True
-    assert 0 < summary["steps"] < 60_000
-    _, messages = read_trace(tmp_path / "trace.mcap")  # a finished, readable MCAP
-    rows = csv.read_text().splitlines()
-    assert len(messages["/joint_states"]) == len(rows) - 1 > 0
-    assert (tmp_path / "replay.html").stat().st_size > 0
 
 
 def peak_rss_mb(duration: float, out: Path) -> float:

@@ -50,6 +50,8 @@ DEFAULT_CONTACT_MODEL = "penalty_fl"
 DEFAULT_DURATION = 5.0  # [s] a scenario without its own duration, run without a behaviour
 FALL_HEIGHT_RATIO = 0.5  # a biped whose base drops below half its initial height has fallen
 PROGRESS_CHUNK = 100  # steps between progress-bar updates
+#: the values of ``RunResult.outcome`` (``summary.json``'s ``outcome``)
+OUTCOMES = ("completed", "diverged", "fell", "interrupted", "terminated")
 MAX_STEPS_EVER = 1e12  # a run of more steps is refused whatever the caller allows (~10 years)
 
 
@@ -158,7 +160,8 @@ class RunResult:
     min_normal_force: float = 0.0
     fell: bool = False
     error: str | None = None
-    interrupted: bool = False  # stopped by the user (Ctrl-C) before the end
+    interrupted: bool = False  # stopped by a signal before the end (``stopped_by`` names it)
+    stopped_by: str | None = None  # SIGINT (Ctrl-C), SIGTERM or SIGHUP (cli/stopping.py)
     diverged: dict[str, Any] | None = None  # {"t": s, "cause": text} of a numerical divergence
     warnings: list[str] = field(default_factory=list)
     energy: dict[str, Any] = field(default_factory=dict)  # the energy balance (energy_balance)
@@ -211,15 +214,21 @@ class RunResult:
             "energy_balance": self.energy,
             "error": self.error,
             "interrupted": self.interrupted,
+            "stopped_by": self.stopped_by,
             "warnings": self.warnings,
         }
 
     @property
     def outcome(self) -> str:
-        """``diverged`` (the numerics failed: ``diverged`` says when and why), ``fell`` (a biped
-        whose base dropped below half its initial height), else ``completed``."""
-        if self.diverged is not None:
+        """How the run ended, one of ``OUTCOMES``: ``diverged`` (the numerics failed:
+        ``diverged`` says when and why; or another error ended the run: ``error``),
+        ``interrupted`` (stopped by Ctrl-C) or ``terminated`` (by SIGTERM or SIGHUP) before its
+        end, ``fell`` (a biped whose base dropped below half its initial height), else
+        ``completed``."""
+        if self.diverged is not None or self.error:
             return "diverged"
+        if self.interrupted:
+            return "terminated" if self.stopped_by in ("SIGTERM", "SIGHUP") else "interrupted"
         return "fell" if self.fell and self.scenario.biped else "completed"
 
 
