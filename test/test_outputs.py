@@ -2,6 +2,7 @@
 memory; bad input named; quick start-up. (Stops: test_stops.py; reused and shared folders:
 test_outdir.py.)"""
 
+import itertools
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ import yaml
 from biped_contact_sim.cli import main as cli
 from biped_contact_sim.cli import progress
 from biped_contact_sim.record import recorder
-from biped_contact_sim.record.buffer import DecimatingBuffer
+from biped_contact_sim.record.buffer import DecimatingBuffer, deep_sizeof
 from biped_contact_sim.record.mcap_writer import QOS_METADATA_KEY
 from biped_contact_sim.robot import RobotModel
 
@@ -139,7 +140,7 @@ def test_unwritable_out_fails_before_simulating(tmp_path, capsys, monkeypatch):
 
 def peak_rss_mb(duration: float, out: Path) -> float:
     """Peak resident memory [MB] of ``biped-sim run ramp`` lasting ``duration`` s, recorded at
-    200 Hz (12 000 samples in 60 s: past the 8 192 the plots keep, so the buffer decimates)."""
+    200 Hz, with its replay (no plots)."""
     code = (
         "import resource, sys\n"
         "from biped_contact_sim.cli.main import main\n"
@@ -152,20 +153,34 @@ def peak_rss_mb(duration: float, out: Path) -> float:
     return float(result.stdout.split()[-1])
 
 
-# The whole run recorded (MCAP, CSV, replay) with its samples kept for the plots in a bounded
-# buffer: 10 times longer may not cost more than this [MB] of peak memory.
-RSS_GROWTH_BOUND_MB = 25.0
+# Past the fill of every bounded buffer (the plot samples' 16 MB after ~16 s of the ramp, the
+# replay's 2 048 frames after 68 s), twice the duration may not cost more than this [MB] of peak
+# memory (measured: +0.8 MB from 70 s to 140 s; memory does not grow with the run).
+RSS_GROWTH_BOUND_MB = 5.0
 
 
-def test_memory_stays_flat_over_a_60_s_run(tmp_path):
-    short = peak_rss_mb(6.0, tmp_path / "short")
-    long = peak_rss_mb(60.0, tmp_path / "long")
-    print(f"peak RSS: 6 s run {short:.0f} MB, 60 s run {long:.0f} MB")
+def test_memory_stays_flat_once_the_buffers_are_full(tmp_path):
+    short = peak_rss_mb(70.0, tmp_path / "short")
+    long = peak_rss_mb(140.0, tmp_path / "long")
+    print(f"peak RSS: 70 s run {short:.0f} MB, 140 s run {long:.0f} MB")
     assert long - short < RSS_GROWTH_BOUND_MB
     summary = json.loads((tmp_path / "long" / "summary.json").read_text())
-    assert summary["steps"] == 60_000
+    assert summary["steps"] == 140_000
     rows = (tmp_path / "long" / "timeseries.csv").read_text().count("\n")
-    assert rows == 12_001 + 1  # every recorded sample is on disk (steps 0, 5, ..., and the last)
+    assert rows == 28_001 + 1  # every recorded sample is on disk (steps 0, 5, ..., and the last)
+
+
+def test_the_plot_buffer_is_bounded_in_bytes():
+    """Samples of ~1 kB each in a 64 kB budget: the buffer halves itself whenever it would
+    exceed it, and its samples stay evenly spaced from the first one."""
+    buffer = DecimatingBuffer(capacity=8192, budget=64 * 1024)
+    for k in range(5000):
+        buffer.append((k, np.zeros(120)))  # 960 bytes of data, ~1.2 kB with the headers
+        assert buffer.nbytes <= 64 * 1024
+    kept = [k for k, _ in buffer]
+    assert kept[0] == 0 and len(kept) >= 20
+    assert len({b - a for a, b in itertools.pairwise(kept)}) == 1
+    assert buffer.nbytes == pytest.approx(len(kept) * deep_sizeof((0, np.zeros(120))), rel=0.01)
 
 
 def test_decimating_buffer_keeps_evenly_spaced_samples():
