@@ -1,7 +1,7 @@
 """A run's output folder: claimed by one run at a time, and cleared only of what runs wrote.
 
-Two files beside the outputs make the folder the run's (docs/architecture.md "Outputs that
-survive a stop"):
+Two files beside the outputs make the folder the run's
+(docs/architecture.md "Outputs that survive a stop"):
 
 * ``.biped-sim.lock`` holds the pid of the run writing there, under an exclusive ``flock``: a
   second run into the same folder is refused while the first one lives (``OutputError``,
