@@ -138,14 +138,14 @@ def test_unwritable_out_fails_before_simulating(tmp_path, capsys, monkeypatch):
         assert err.startswith(f"error: --out {out}") and "Traceback" not in err
 
 
-def peak_rss_mb(duration: float, out: Path) -> float:
-    """Peak resident memory [MB] of ``biped-sim run ramp`` lasting ``duration`` s, recorded at
-    200 Hz, with its replay (no plots)."""
+def peak_rss_mb(duration: float, out: Path, scenario: str = "ramp", *options: str) -> float:
+    """Peak resident memory [MB] of ``biped-sim run SCENARIO`` lasting ``duration`` s, recorded
+    at 200 Hz, with its replay unless ``options`` say otherwise (no plots)."""
     code = (
         "import resource, sys\n"
         "from biped_contact_sim.cli.main import main\n"
-        f"rc = main(['-q', 'run', 'ramp', '--duration', '{duration}', '--no-plots',"
-        f" '--record-rate', '200', '--out', r'{out}'])\n"
+        f"rc = main(['-q', 'run', '{scenario}', '--duration', '{duration}', '--no-plots',"
+        f" '--record-rate', '200', *{list(options)!r}, '--out', r'{out}'])\n"
         "assert rc == 0, rc\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -168,6 +168,17 @@ def test_memory_stays_flat_once_the_buffers_are_full(tmp_path):
     assert summary["steps"] == 140_000
     rows = (tmp_path / "long" / "timeseries.csv").read_text().count("\n")
     assert rows == 28_001 + 1  # every recorded sample is on disk (steps 0, 5, ..., and the last)
+
+
+def test_stand_memory_is_flat_after_its_first_seconds(tmp_path):
+    """The probe of issue 26: ``stand`` grew 3.3 MB per simulated second until 41 s (its plot
+    samples: ~13 kB each, 200 per second). Now they fill 16 MB in ~6 s: from 8 s to 24 s the
+    peak grows by no more than the noise (without the replay, whose 2 048 frames fill until
+    68 s)."""
+    short = peak_rss_mb(8.0, tmp_path / "short", "stand", "--no-replay")
+    long = peak_rss_mb(24.0, tmp_path / "long", "stand", "--no-replay")
+    print(f"peak RSS of stand: 8 s run {short:.0f} MB, 24 s run {long:.0f} MB")
+    assert long - short < RSS_GROWTH_BOUND_MB  # was +53 MB
 
 
 def test_the_plot_buffer_is_bounded_in_bytes():
