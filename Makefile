@@ -13,7 +13,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: venv warm-up demo test test-ros-acceptance bench lint clean
+.PHONY: venv warm-up demo test test-ros-acceptance soak bench lint clean
 
 # What a run needs (make demo); the tools of make test and make bench come on top (DEV_STAMP).
 $(STAMP): requirements.txt setup.py
@@ -63,6 +63,12 @@ test: lint $(ROS_STAMP) $(WARM_STAMP)
 test-ros-acceptance: $(ROS_STAMP) $(WARM_STAMP)
 	BIPED_ROS_ACCEPTANCE=1 $(PY) -m pytest -q -s -p no:cacheprovider \
 		test/ros/test_nodes_closed_loop.py -k closed_loop
+
+# The 1 kHz lockstep soak over DDS (10 min; test/ros/test_soak.py): every state in order, the
+# robot standing, both nodes' memory flat within 5 %.
+soak: $(ROS_STAMP) $(WARM_STAMP)
+	BIPED_ROS_SOAK_S=$${BIPED_ROS_SOAK_S:-600} $(PY) -m pytest -q -s -p no:cacheprovider \
+		test/ros/test_soak.py
 
 bench: $(DEV_STAMP) $(WARM_STAMP)
 	$(VENV)/bin/biped-sim bench --peer mujoco --out runs/bench

@@ -20,7 +20,7 @@ from setuptools.command.install import install
 PACKAGE = "biped_contact_sim"
 # A wheel or egg being built (pip's PEP 517 backend runs "install" into a staging folder):
 # no warm-up there, it would compile into the archive's build tree.
-PACKAGING = {"bdist_wheel", "editable_wheel", "bdist_egg", "sdist", "dist_info", "egg_info"}
+PACKAGING = {"bdist_wheel", "editable_wheel", "bdist_egg", "sdist"}
 
 
 def warm_up(lib_dir: str) -> None:
@@ -63,13 +63,15 @@ setup(
         (f"share/{PACKAGE}/config",
          glob("config/*.yaml") + glob("config/*.rviz") + glob("config/*.json")),
         (f"share/{PACKAGE}/config/worlds", glob("config/worlds/*.yaml")),
+        (f"share/{PACKAGE}/config/studies", glob("config/studies/*.yaml")),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
     ],
     # Only setuptools here: on ROS 2, pinocchio/numpy/scipy come from apt (package.xml), and a
     # pip requirement such as 'pin' would make the generated entry points refuse to start.
     install_requires=["setuptools"],
     # `biped-sim bench --peer mujoco` times MuJoCo on the same URDF (requirements-bench.txt).
-    extras_require={"peer": ["mujoco>=3.3"]},
+    # `biped-sim sweep --executor ray` (and the Parquet table): pip install '.[cluster]'.
+    extras_require={"peer": ["mujoco>=3.3"], "cluster": ["ray[client]>=2.9", "pyarrow>=12"]},
     zip_safe=True,
     maintainer="biped_contact_sim developers",
     maintainer_email="biped-contact-sim@example.com",
@@ -82,6 +84,7 @@ setup(
             "biped-sim = biped_contact_sim.cli.main:main",
             "simulator_node = biped_contact_sim.ros.entry:simulator",
             "controller_node = biped_contact_sim.ros.entry:controller",
+            "composed_node = biped_contact_sim.ros.entry:composed",
         ],
     },
 )

@@ -59,7 +59,10 @@ KERNEL_MODULES = (
     "biped_contact_sim.sim.collision_kernels",
     "biped_contact_sim.contact.acceleration_lcp_kernel",
     "biped_contact_sim.contact.time_stepping_kernel",
+    "biped_contact_sim.control.wbc_kernels",
+    "biped_contact_sim.control.ctc_kernels",
     "biped_contact_sim.control.kernels",
+    "biped_contact_sim.control.linalg_kernels",
     "biped_contact_sim.sim.contact_geometry",
     "biped_contact_sim.contact.gauss_seidel",
     "biped_contact_sim.contact.penalty_fl",
@@ -210,10 +213,10 @@ def cache_location() -> str:
     explicit = os.environ.get("NUMBA_CACHE_DIR")
     if explicit:
         return explicit
-    from biped_contact_sim.robot import kernels as robot_kernels
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(robot_kernels.__file__)))
-    for disp in KERNELS.get(robot_kernels.__name__, []):
+    name = "biped_contact_sim.sim.world"  # any kernel module: they share one locator rule
+    module = importlib.import_module(name)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
+    for disp in KERNELS.get(name, []):
         path = disp.stats.cache_path
         if path.startswith(package):
             return f"__pycache__ folders under {package}"
@@ -267,15 +270,18 @@ def warm_up(modules: Sequence[str] = KERNEL_MODULES, jobs: int | None = None,
     return done
 
 
-def load_imported() -> tuple[int, int]:
-    """Load every kernel of the kernel modules imported so far (a process that will run them
-    pays the cache loading up front, not in its first control period).
+def load_imported(prefixes: tuple[str, ...] = ("",)) -> tuple[int, int]:
+    """Load every kernel of the kernel modules imported so far whose name starts with one of
+    ``prefixes`` (a process that will run them pays the cache loading up front, not in its
+    first control period).
 
     Returns:
         (kernels, signatures compiled because they were not in the cache).
     """
     kernels = misses = 0
-    for disps in list(KERNELS.values()):
+    for module, disps in list(KERNELS.items()):
+        if not module.startswith(prefixes):
+            continue
         for disp in disps:
             before = sum(disp.stats.cache_misses.values())
             load(disp)

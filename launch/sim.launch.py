@@ -17,7 +17,7 @@ of urdf/<robot>.urdf.
 """
 
 from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
+from launch.conditions import IfCondition, UnlessCondition
 from launch.substitutions import Command, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -48,6 +48,8 @@ ARGUMENTS = [
      "possible (deterministic with lockstep:=true)"),
     ("use_sim_time", "true", "robot_state_publisher and RViz follow the simulator's /clock (the "
      "controller is stamped by its measurements and needs no clock)"),
+    ("composed", "false", "Simulator and controller in one process (composed_node: the same "
+     "nodes, topics and parameters, one wait set; shorter lockstep periods)"),
 ]
 
 
@@ -60,28 +62,34 @@ def generate_launch_description():
     urdf_file = [PathJoinSubstitution([share, "urdf"]), "/", robot, ".urdf"]
     robot_description = ParameterValue(Command(["cat ", *urdf_file]), value_type=str)
 
+    composed = LaunchConfiguration("composed")
+    sim_values = {
+        "robot_config": robot,
+        "scenario": LaunchConfiguration("scenario"),
+        # value_type str: an empty launch argument would be read as YAML null
+        "world": ParameterValue(LaunchConfiguration("world"), value_type=str),
+        "contacts": ParameterValue(LaunchConfiguration("contacts"), value_type=str),
+        "contact_model": LaunchConfiguration("contact_model"),
+        "lockstep": ParameterValue(LaunchConfiguration("lockstep"), value_type=bool),
+        "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"),
+                                           value_type=float),
+        "wait_for_first_command": True,
+    }
+    controller_values = {
+        "robot_config": robot,
+        "controller": LaunchConfiguration("controller"),
+        "behavior": LaunchConfiguration("behavior"),
+        "sync": "exact",
+    }
     simulator = Node(
         package=PACKAGE,
         executable="simulator_node",
         name="simulator",
         namespace="",
         output="screen",
-        parameters=[
-            robot_yaml,
-            PathJoinSubstitution([share, "config", "sim_node.yaml"]),
-            {
-                "robot_config": robot,
-                "scenario": LaunchConfiguration("scenario"),
-                # value_type str: an empty launch argument would be read as YAML null
-                "world": ParameterValue(LaunchConfiguration("world"), value_type=str),
-                "contacts": ParameterValue(LaunchConfiguration("contacts"), value_type=str),
-                "contact_model": LaunchConfiguration("contact_model"),
-                "lockstep": ParameterValue(LaunchConfiguration("lockstep"), value_type=bool),
-                "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"),
-                                                   value_type=float),
-                "wait_for_first_command": True,
-            },
-        ],
+        parameters=[robot_yaml, PathJoinSubstitution([share, "config", "sim_node.yaml"]),
+                    sim_values],
+        condition=UnlessCondition(composed),
     )
     controller = Node(
         package=PACKAGE,
@@ -89,16 +97,21 @@ def generate_launch_description():
         name="controller",
         namespace="",
         output="screen",
-        parameters=[
-            robot_yaml,
-            PathJoinSubstitution([share, "config", "controller_node.yaml"]),
-            {
-                "robot_config": robot,
-                "controller": LaunchConfiguration("controller"),
-                "behavior": LaunchConfiguration("behavior"),
-                "sync": "exact",
-            },
-        ],
+        parameters=[robot_yaml, PathJoinSubstitution([share, "config", "controller_node.yaml"]),
+                    controller_values],
+        condition=UnlessCondition(composed),
+    )
+    # One process, both nodes: no name remapping (it would rename both), so the parameters are
+    # keyed /** and each node takes its own (the two files agree on the keys they share).
+    both = Node(
+        package=PACKAGE,
+        executable="composed_node",
+        namespace="",
+        output="screen",
+        parameters=[robot_yaml, PathJoinSubstitution([share, "config", "sim_node.yaml"]),
+                    PathJoinSubstitution([share, "config", "controller_node.yaml"]),
+                    {**sim_values, **controller_values}],
+        condition=IfCondition(composed),
     )
     state_publisher = Node(
         package="robot_state_publisher",
@@ -121,6 +134,7 @@ def generate_launch_description():
           for name, default, description in ARGUMENTS),
         simulator,
         controller,
+        both,
         state_publisher,
         rviz,
     ])

@@ -5,9 +5,10 @@
   module's numpy builders, sole wrenches against ``sole_wrench_at``, the joint-reference
   Hermite against scipy's ``CubicHermiteSpline``, the compiled task-priority recursion
   against its numpy reference;
-* the whitened task-priority recursion (control/linalg.py) against the projector form of
-  Sentis et al. eqs. 29–31 written with eigen-decomposition pseudo-inverses, on random
-  rank-deficient Φ* and on Φ* of the biped in double and single support;
+* the whitened, damped task-priority recursion (control/linalg.py, control/linalg_kernels.py)
+  against the projector form of Sentis et al. eqs. 29–31 written with eigen-decomposition
+  pseudo-inverses, on random rank-deficient Φ*, and its continuity where a task becomes
+  dependent on the tasks above it (where the truncated pseudo-inverse jumps);
 * the pivoted-Cholesky factor of a PSD matrix against its definition;
 * the compiled constrained dynamics of a support (D, B, a0, f0; then Φ* = G Gᵀ, T) and the
   internal-force torques of eq. 42 against their numpy references (``control.linalg``), on the
@@ -23,6 +24,7 @@ from scipy.interpolate import CubicHermiteSpline
 
 from biped_contact_sim.control import kernels
 from biped_contact_sim.control import linalg as la
+from biped_contact_sim.control import linalg_kernels as lk
 from biped_contact_sim.control.grasp import (
     MOMENT,
     TENSION,
@@ -117,17 +119,23 @@ def test_hermite_against_scipy():
 
 
 def test_psd_factor_and_whitening():
+    """Pivoted Cholesky of a PSD matrix of rank r: G Gᵀ = X with r columns; T = G (GᵀG)⁻¹
+    gives X⁺ = T Tᵀ and Tᵀ X T = I; the compiled factor takes the same pivots (equal G)."""
     rng = np.random.default_rng(11)
-    for n, r in ((14, 8), (14, 14), (9, 1)):
+    for n, r in ((14, 8), (14, 14), (9, 1), (26, 8)):
         A = rng.normal(size=(n, r))
         X = A @ A.T
         G = la.psd_factor(X, 1e-10)
         assert G.shape == (n, r)
-        np.testing.assert_allclose(G @ G.T, X, atol=1e-10)
-        T = la.psd_whitening(G, 1e-10)
+        np.testing.assert_allclose(G @ G.T, X, atol=1e-10 * np.abs(X).max())
+        T = la.whitening(G)
         np.testing.assert_allclose(T @ T.T, np.linalg.pinv(X, hermitian=True), atol=1e-8)
         np.testing.assert_allclose(T.T @ X @ T, np.eye(r), atol=1e-9)
+        Gc = lk.psd_factor(X, 1e-10)
+        np.testing.assert_allclose(Gc, G, rtol=0.0, atol=1e-12 * np.abs(G).max())
+        np.testing.assert_allclose(lk.whitening(Gc), T, rtol=0.0, atol=1e-10 * np.abs(T).max())
     assert la.psd_factor(np.zeros((3, 3)), 1e-10).shape == (3, 0)
+    assert lk.psd_factor(np.zeros((3, 3)), 1e-10).shape == (3, 0)
     assert la.cholesky(np.diag([1.0, 1e-12]), 1e-8) is None
     assert la.cholesky(np.diag([1.0, -1.0]), 1e-8) is None
 
@@ -136,7 +144,7 @@ def _projector_cascade(tasks, Phi, rcond=1e-8):
     """Sentis et al. eqs. 29–31 as written: Φ*⁺ and Λ*⁺ by eigen-decomposition,
     J*_{k|prec} = Φ_k Φ*⁺ N*_prec, Γ += J*ᵀ Λ* (ẍ − c − Φ_k Γ), N* −= Φ* J*ᵀ Λ* J*; Λ*'s
     eigenvalues cut relative to the unprojected task's scale (a conflicting task's projection
-    is uniformly small)."""
+    is uniformly small): the truncated pseudo-inverse the damped solve replaces."""
     Pp = np.linalg.pinv(Phi, rcond=rcond, hermitian=True)
     tau, N = np.zeros(len(Phi)), np.eye(len(Phi))
     for Phi_k, e_k in tasks:
@@ -152,27 +160,28 @@ def _projector_cascade(tasks, Phi, rcond=1e-8):
     return tau
 
 
-def _whitened(tasks, Phi, rcond=1e-8, compiled=False):
-    G = la.psd_factor(Phi, rcond)
-    T = la.psd_whitening(G, rcond)
+def _whitened(tasks, Phi, damping=1e-8, compiled=False):
+    G = la.psd_factor(Phi, 1e-8)
+    T = la.whitening(G)
     sizes = [len(e) for _, e in tasks[:-1]]
     J_up = np.vstack([Phi_k @ T for Phi_k, _ in tasks[:-1]]) if sizes else np.zeros((0, len(T.T)))
     e_up = np.concatenate([e for _, e in tasks[:-1]]) if sizes else np.zeros(0)
-    args = (J_up, e_up, sizes, tasks[-1][0] @ T, tasks[-1][1], rcond)
+    args = (J_up, e_up, sizes, tasks[-1][0] @ T, tasks[-1][1], damping)
     if compiled:
-        y, fb = kernels.prioritized(J_up, e_up, np.array(sizes, dtype=np.int64), *args[3:],
-                                    np.zeros((0, len(T.T))), np.zeros(0))
+        y, damped = lk.prioritized(J_up, e_up, np.array(sizes, dtype=np.int64), *args[3:],
+                                   np.zeros((0, len(T.T))), np.zeros(0))
     else:
-        y, fb = la.prioritized(*args)
-    return T @ y, fb
+        y, damped = la.prioritized(*args)
+    return T @ y, damped
 
 
 @pytest.mark.parametrize("conflict", [False, True])
 def test_prioritized_matches_projector_form(conflict):
     """Random Φ* of rank 8 in 14 joints (double support) and 14 (single support): tasks
-    Φ_k = J_k Φ* (rows in the range of Φ*), a posture task Φ_k = Φ* last. With nearly
-    conflicting tasks (a row close to one of a task above) the stacked solve still applies
-    (all tasks can be met), ill-conditioned."""
+    Φ_k = J_k Φ* (rows in the range of Φ*), a posture task Φ_k = Φ* last. Independent tasks
+    (even nearly conflicting ones, a row close to one of a task above, but above the damping
+    floor): the damped recursion is the exact one of eqs. 29–31, numpy and compiled alike,
+    and no level is damped."""
     rng = np.random.default_rng(21 + conflict)
     for rank in (8, 14):
         for _ in range(20):  # spectrum in [0.25, 4]: the comparison is not one of conditioning
@@ -186,30 +195,56 @@ def test_prioritized_matches_projector_form(conflict):
                                        tasks[2][0][1:]]), tasks[2][1])
             tasks.append((Phi, rng.normal(size=14)))
             ref = _projector_cascade(tasks, Phi)
-            tau, fb = _whitened(tasks, Phi)
-            tau_c, fb_c = _whitened(tasks, Phi, compiled=True)
+            tau, damped = _whitened(tasks, Phi)
+            tau_c, damped_c = _whitened(tasks, Phi, compiled=True)
             tol = 1e-6 if conflict else 1e-9
             np.testing.assert_allclose(tau, ref, rtol=tol, atol=tol * np.abs(ref).max())
-            np.testing.assert_allclose(tau_c, tau, rtol=tol, atol=tol * np.abs(ref).max())
-            assert fb == fb_c == 0
+            np.testing.assert_allclose(tau_c, tau, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
+            assert damped == damped_c == 0
 
 
-def test_prioritized_pseudo_inverse_fallback_counted():
-    """An exactly repeated task row leaves a singular level: the eigen-decomposition fallback
-    is taken and counted, the same by the numpy and compiled recursions, and the result is
-    the projector form's."""
+def test_prioritized_dependent_level_damped_and_counted():
+    """An exactly repeated task row leaves nothing to its level: the damping acts (counted
+    alike by the numpy and compiled recursions) and the result is the projector form's, which
+    drops the dependent direction."""
     rng = np.random.default_rng(2)
     A = np.linalg.qr(rng.normal(size=(14, 8)))[0]
     Phi = A @ A.T
     J = rng.normal(size=(3, 14)) @ Phi
     tasks = [(J, rng.normal(size=3)), (J[:1].copy(), rng.normal(size=1)),
              (Phi, rng.normal(size=14))]
-    tau, fb = _whitened(tasks, Phi)
-    tau_c, fb_c = _whitened(tasks, Phi, compiled=True)
-    assert fb == fb_c == 1
+    tau, damped = _whitened(tasks, Phi)
+    tau_c, damped_c = _whitened(tasks, Phi, compiled=True)
+    assert damped == damped_c == 1
     ref = _projector_cascade(tasks, Phi)
     np.testing.assert_allclose(tau, ref, atol=1e-6 * np.abs(ref).max())
     np.testing.assert_allclose(tau_c, ref, atol=1e-6 * np.abs(ref).max())
+
+
+def test_prioritized_is_continuous_where_the_truncation_jumps():
+    """A task row turning into a copy of a row of the task above it, J_2 = J_1,0 + ε d, ε
+    swept over four decades through the damping floor (steps of 2 %): the damped recursion's
+    torques change by at most 5 % of their size between neighbouring ε and stay bounded, numpy
+    and compiled alike; the truncated pseudo-inverse it replaces (cut-off at the same floor)
+    jumps by more than the torques' size where its eigenvalue crosses the cut-off."""
+    rng = np.random.default_rng(4)
+    A = np.linalg.qr(rng.normal(size=(14, 8)))[0]
+    Phi = A @ A.T
+    J1, d = rng.normal(size=(3, 14)) @ Phi, rng.normal(size=14) @ Phi
+    e1, e2, e_post = rng.normal(size=3), rng.normal(size=1), rng.normal(size=14)
+    damping = 1e-6
+    runs = {"damped": [], "compiled": [], "truncated": []}
+    for eps in np.geomspace(1e-1, 1e-5, 466):
+        tasks = [(J1, e1), ((J1[0] + eps * d)[None], e2), (Phi, e_post)]
+        runs["damped"].append(_whitened(tasks, Phi, damping)[0])
+        runs["compiled"].append(_whitened(tasks, Phi, damping, compiled=True)[0])
+        runs["truncated"].append(_projector_cascade(tasks, Phi, damping))
+    size = max(np.abs(t).max() for t in runs["damped"])
+    for key in ("damped", "compiled"):
+        steps = np.abs(np.diff(runs[key], axis=0)).max()
+        assert steps < 0.05 * size, (key, steps, size)
+    np.testing.assert_allclose(runs["compiled"], runs["damped"], atol=1e-9 * size)
+    assert np.abs(np.diff(runs["truncated"], axis=0)).max() > size
 
 
 def _support_problem(robot, names, rng):
@@ -248,12 +283,12 @@ def test_constrained_space_against_reference(robot_name, supports):
     for names in supports:
         for _ in range(3):
             Minv, h, J_s, gamma = _support_problem(robot, names, rng)
-            ok, D, B, a0, f0 = kernels.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)
+            ok, D, B, a0, f0 = lk.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)
             ref = la.constrained_space(Minv, h, J_s, gamma, vi, 1e-9)
             assert ok and ref[-1] == 0
             Dr, Br, a0r, f0r, Gr, Tr, BTr, _ = ref
-            G, T, fb = la.factor_phi(B[vi], 1e-9)
-            assert fb == 0
+            G = lk.psd_factor(np.ascontiguousarray(B[vi]), 1e-9)
+            T = lk.whitening(G)
             for x, y in ((B, Br), (a0, a0r), (G, Gr), (T, Tr)):
                 np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-10 * np.abs(y).max())
             # rank of Φ*: n − 6(n_s − 1) (Sentis et al. §III-B)
@@ -264,9 +299,10 @@ def test_constrained_space_against_reference(robot_name, supports):
             if len(names) >= 2:  # eq. 42, 6(n_s − 1) random internal rows
                 W_int = rng.normal(size=(6 * (len(names) - 1), 6 * len(names)))
                 f_cmd, f_task = rng.normal(size=len(W_int)), rng.normal(size=6 * len(names))
-                ok, d_tau = kernels.internal_force_torques(W_int, D, G, T, f_cmd, f_task)
-                d_ref, fb = la.internal_force_torques(W_int, Dr, Gr, Tr, f_cmd, f_task)
-                assert ok and fb == 0
+                d_tau, damped = lk.internal_force_torques(W_int, D, G, T, f_cmd, f_task, 1e-8)
+                d_ref, damped_r = la.internal_force_torques(W_int, Dr, Gr, Tr, f_cmd, f_task,
+                                                            1e-8)
+                assert not damped and not damped_r
                 np.testing.assert_allclose(d_tau, d_ref, rtol=1e-8,
                                            atol=1e-10 * np.abs(d_ref).max())
 
@@ -277,7 +313,7 @@ def test_compiled_paths_refuse_a_singular_support():
     robot = RobotModel.load("biped3d")
     Minv, h, J_s, gamma = _support_problem(robot, ("left_foot", "left_foot"),
                                            np.random.default_rng(2))
-    assert not kernels.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)[0]
+    assert not lk.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)[0]
     assert la.constrained_space(Minv, h, J_s, gamma, slice(6, robot.nv), 1e-9)[-1] == 1
 
 
@@ -286,9 +322,9 @@ def test_compiled_paths_refuse_a_singular_support():
     ("humanoid", (("left_foot", "right_foot", "left_hand"),)),
 ])
 def test_task_torques_against_reference(robot_name, supports):
-    """The fused kernel (whitening, Ĵ_k = J_k B T, the angular-momentum row, the recursion,
-    Γ = T y) equals the numpy reference to 1e-10 on random states, and its torques meet every
-    task of a feasible stack: Ĵ_k y = e_k, i.e. ẍ_k = ẍ_k,des (Sentis et al. eqs. 27–31)."""
+    """Stage 3 compiled (Ĵ_k = J_k B T, the angular-momentum row, the recursion, Γ = T y)
+    equals the numpy reference to 1e-10 on random states, and its torques meet every task of
+    a feasible stack: Ĵ_k y = e_k, i.e. ẍ_k = ẍ_k,des (Sentis et al. eqs. 27–31)."""
     robot = RobotModel.load(robot_name)
     rng = np.random.default_rng(11)
     vi = slice(6, robot.nv)
@@ -296,27 +332,25 @@ def test_task_torques_against_reference(robot_name, supports):
     for names in supports:
         for _ in range(3):
             Minv, h, J_s, gamma = _support_problem(robot, names, rng)
-            ok, D, B, a0, f0 = kernels.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)
-            assert ok
-            G = la.psd_factor(B[vi], 1e-9)
-            _, T, _ = la.factor_phi(B[vi], 1e-9)
+            D, B, a0, f0, G, T, _, _ = la.constrained_space(Minv, h, J_s, gamma, vi, 1e-9)
+            if D is None:
+                D, f0 = np.zeros((0, n)), np.zeros(0)
+            B, D = np.ascontiguousarray(B), np.ascontiguousarray(D)
             sizes = [3, 1, 2] if len(names) == 2 else [3, 2]
             J_up = rng.normal(size=(sum(sizes), robot.nv))
             e_up = rng.normal(size=sum(sizes))
             i_am = 3 if len(names) == 2 else -1
-            w_am = rng.normal(size=6 * len(names)) if i_am >= 0 else np.zeros(0)
+            w_am = rng.normal(size=6 * len(names)) if i_am >= 0 else np.zeros(6 * len(names))
             J_up[max(i_am, 0)] *= 0.0 if i_am >= 0 else 1.0
             e_post = rng.normal(size=n)
             J_force, F_force = rng.normal(size=(1, robot.nv)), rng.normal(size=1)
             for Jf, Ff in ((J_force, F_force), (np.zeros((0, robot.nv)), np.zeros(0))):
-                ok, Tc, tau, lev = kernels.task_torques(
-                    B, G, D, f0, a0, 6, J_up, e_up, np.array(sizes, dtype=np.int64), i_am,
-                    w_am, 0.3, e_post, Jf, Ff, 1e-9)
+                tau, lev = lk.task_torques(
+                    B, G, T, D, f0, a0, 6, J_up, e_up, np.array(sizes, dtype=np.int64), i_am,
+                    w_am, 0.3, e_post, Jf, Ff, 1e-8)
                 tau_r, lev_r = la.task_torques(B, G, T, D, f0, a0, vi, J_up, e_up, sizes, i_am,
-                                               w_am if i_am >= 0 else None, 0.3, e_post, Jf,
-                                               Ff, 1e-9)
-                assert ok and lev == lev_r
-                np.testing.assert_allclose(Tc, T, rtol=1e-10, atol=1e-10 * np.abs(T).max())
+                                               w_am, 0.3, e_post, Jf, Ff, 1e-8)
+                assert lev == lev_r
                 np.testing.assert_allclose(tau, tau_r, rtol=1e-10,
                                            atol=1e-10 * np.abs(tau_r).max())
                 if lev == 0 and len(Jf) == 0:
@@ -438,14 +472,14 @@ def test_internal_force_law_against_reference():
         integral = rng.normal(size=m) * 30.0
         args = (W_int, D, G, T, f_task, F_meas if has_meas else np.zeros(0), has_meas, f_int_ref,
                 tension)
-        tail = (1e-3 * trial % 0.7, 0.02, 50.0, pi_on, torques_on)
+        tail = (1e-3 * trial % 0.7, 0.02, 50.0, pi_on, torques_on, 1e-8)
         i_got, i_want = integral.copy(), integral.copy()
-        got = kernels.internal_force_law(*args, i_got, *tail)
+        got = lk.internal_force_law(*args, i_got, *tail)
         want = internal_force_law_reference(*args, i_want, *tail)
-        assert got[0] == want[0]
+        assert got[1] == want[1]
         np.testing.assert_allclose(i_got, i_want, rtol=0.0, atol=1e-10)
         assert not (has_meas and pi_on) or np.abs(i_got).max() <= 50.0  # clamped
-        for g, w in zip(got[1:], want[1:], strict=True):
+        for g, w in zip(got[:1] + got[2:], want[:1] + want[2:], strict=True):
             assert g.shape == w.shape
             np.testing.assert_allclose(g, w, rtol=0.0,
                                        atol=1e-10 * max(1.0, np.abs(w).max(initial=0.0)))
@@ -476,3 +510,41 @@ def test_internal_force_law_along_a_wbc_run(scenario):
         q_prev = sim.q
         control.observe(q_prev, sim.step(tau))
     assert checked > 1000  # the law ran, with measurements, all along
+
+
+@pytest.mark.parametrize("robot_name", ["biped3d", "humanoid"])
+def test_frame_rows_from_joint_jacobians_against_pinocchio(robot_name):
+    """``wbc_kernels.frame_rows`` (a point's Jacobian, classical acceleration at v̇ = 0 and
+    velocity from computeAllTerms' J and J̇) equals pinocchio's LOCAL_WORLD_ALIGNED frame
+    Jacobian, classical acceleration and velocity transported to the point, on random
+    states, for every contact body at its origin and at an offset; a robot with a composite
+    (planar) base joint, whose bias acceleration J̇ v misses, is refused."""
+    from biped_contact_sim.control import wbc_kernels as wk
+    from biped_contact_sim.control.wbc_plan import drift_from_jacobians
+    from biped_contact_sim.control.wbc_stages import point_terms
+
+    robot = RobotModel.load(robot_name)
+    model, data = robot.model, robot.create_data()
+    assert drift_from_jacobians(model)
+    rng = np.random.default_rng(9)
+    for _ in range(4):
+        q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
+        q[3:7] /= np.linalg.norm(q[3:7])
+        v = rng.normal(size=model.nv)
+        pin.computeAllTerms(model, data, q, v)
+        pin.updateFramePlacements(model, data)
+        for body in robot.contact_bodies:
+            mask = np.zeros(model.nv, dtype=bool)
+            for j in model.supports[model.frames[body.frame_id].parentJoint]:
+                if j > 0:
+                    mask[model.idx_vs[j]:model.idx_vs[j] + model.nvs[j]] = True
+            for r in (np.zeros(3), rng.normal(size=3) * 0.1):
+                oMf = data.oMf[body.frame_id]
+                p = oMf.translation + r
+                J6, g6, vel = np.empty((6, model.nv)), np.empty(6), np.empty(6)
+                wk.frame_rows(data.J, data.dJ, mask, v, p, J6, g6, vel)
+                J_ref, g_ref, vel_ref = point_terms(model, data, body.frame_id, r)
+                np.testing.assert_allclose(J6, J_ref, atol=1e-12)
+                np.testing.assert_allclose(g6, g_ref, atol=1e-10 * max(1.0, np.abs(g_ref).max()))
+                np.testing.assert_allclose(vel, vel_ref, atol=1e-12)
+    assert not drift_from_jacobians(RobotModel.load("planar_biped").model)

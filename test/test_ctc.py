@@ -279,3 +279,41 @@ def test_planar_params_validated():
     robot = RobotModel.load("planar_biped")
     with pytest.raises(ConfigError, match="Unknown parameter"):
         make_behavior("planar_walk", robot, robot.standing_configuration(), speed=1.0)
+
+
+def test_compiled_step_equals_numpy_path():
+    """``ctc`` with its compiled step (``ctc_kernels.ctc_step``) and a twin on the numpy path
+    (pinocchio's RNEA, LAPACK, ``constrained_inverse_dynamics``), fed the same measurements
+    along a walk it drives: the same torques, stance wrenches (1e-10 of their size) and load
+    shares, in single and double support. The planar biped (a composite base joint, whose
+    bias acceleration J̇ v does not hold) keeps the numpy path."""
+    from biped_contact_sim.cli.runner import build
+    from biped_contact_sim.control import Measurement, make_controller
+
+    planar = build("planar_walk", "penalty_fl", "ctc", sets={"contacts": "points"})[5]
+    assert not planar.controller.compiled
+    _, _, _, sim, _, control, *_ = build("walk", "penalty_fl", "ctc",
+                                         sets={"contacts": "points"})
+    ctrl = control.controller
+    s = ctrl.settings
+    twin = make_controller("ctc", ctrl.robot, ctrl.behavior, ctrl.dt,
+                           **{k: getattr(s, k) for k in s.__dataclass_fields__})
+    twin.compiled = False
+    assert ctrl.compiled
+    stances = set()
+    for _ in range(1500):
+        meas = Measurement(sim.t, sim.q.copy(), sim.v.copy(), dict(control.wrenches))
+        out, ref = ctrl.compute(meas), twin.compute(meas)
+        scale = max(1.0, np.abs(ref.tau).max())
+        np.testing.assert_allclose(out.tau, ref.tau, rtol=0.0, atol=1e-10 * scale)
+        assert out.info["stance"] == ref.info["stance"]
+        for name, w in ref.info["lam"].items():
+            np.testing.assert_allclose(out.info["lam"][name], w, rtol=0.0,
+                                       atol=1e-10 * max(1.0, np.abs(w).max()))
+        a, b = out.info["load_share"], ref.info["load_share"]
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=0.0, atol=1e-12)
+        stances.add(len(out.info["stance"]))
+        control.observe(sim.q, sim.step(out.tau))
+    assert stances == {1, 2}

@@ -45,6 +45,44 @@ def test_measurement_from_the_simulators_messages_is_its_state():
     assert a.pop() is None  # each stamp once
 
 
+def test_a_slow_controller_gets_the_newest_state_and_the_skipped_ones_are_counted(biped):
+    """Three complete states arrive before the controller asks: it gets the newest, the two
+    older ones are dropped (never a queue of stale states) and counted."""
+    clock = FakeClock()
+    a = controller_session.MeasurementAssembler(biped, clock=clock)
+    names = biped.actuated_joint_names
+    zeros = np.zeros(len(names))
+    for k in range(3):
+        clock.now += 0.001
+        a.joint_state(k * MS, names, zeros, zeros)
+        a.odometry(k * MS, [0, 0, 0.8], [0.0, 0.0, 0.0, 1.0], [0] * 3, [0] * 3)
+        for foot in ("left_foot", "right_foot"):
+            a.wrench(foot, k * MS, [0, 0, 200], [0] * 3)
+    m = a.pop()
+    assert m.stamp == 2 * MS and m.arrival == pytest.approx(clock.now) and a.skipped == 2
+    assert a.pop() is None
+
+
+def test_missed_deadlines_are_the_commands_later_than_a_control_period():
+    clock = FakeClock()
+    s = make_session(clock=clock)
+    config = ros_params.controller_config({"sync": "latest"})
+    ctrl = controller_session.ControllerSession(s.robot, config, clock=clock)
+    a = controller_session.MeasurementAssembler(s.robot, sync="latest", clock=clock)
+    for delay in [0.0002, 0.0004, 0.003, 0.0005]:  # the third is 3 ms late
+        feed(a, s)
+        m = a.pop()
+        assert ctrl.step(m) is not None
+        ctrl.published(m, m.arrival + delay)
+        clock.now += 0.001
+        s.tick()
+    values = {kv["key"]: kv["value"] for kv in ctrl.status()["status"][0]["values"]}
+    assert values["missed_deadlines"] == "1" and values["skipped_measurements"] == "0"
+    assert float(values["max_latency_us"]) == pytest.approx(3000.0)
+    assert float(values["missed_fraction"]) == pytest.approx(0.25)
+    assert ctrl.status()["status"][0]["level"] == bytes([ros_topics.DIAG_WARN])
+
+
 def test_exact_sync_waits_for_every_part_with_the_same_stamp(biped):
     a = controller_session.MeasurementAssembler(biped)
     names = biped.actuated_joint_names
@@ -189,8 +227,10 @@ def test_controller_session_commands_and_diagnostics(biped, hold):
     status = array["status"][0]
     assert status["level"] == b"\x00" and status["name"] == ros_topics.CONTROLLER_STATUS_NAME
     keys = [kv["key"] for kv in status["values"]]
-    assert keys[:10] == ["t_s", "controller", "behavior", "stance", "cycles", "failures",
-                         "mean_compute_us", "com", "com_ref", "tau"]
+    assert keys[:16] == ["t_s", "controller", "behavior", "stance", "cycles", "failures",
+                         "mean_compute_us", "max_compute_us", "mean_latency_us",
+                         "max_latency_us", "missed_deadlines", "skipped_measurements",
+                         "missed_fraction", "inputs_rejected", "last_input_rejection", "com"]
     assert "info.internal" in keys and "info.t_seen" in keys
     second = s.step(measurement(biped, t0 + 100 * MS))
     assert second.diagnostics == []  # decimation 2

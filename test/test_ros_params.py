@@ -88,7 +88,7 @@ def test_sim_config_reports_every_bad_value_at_once():
     text = str(info.value)
     assert "dt = -1.0 must be in [1e-05, 0.1] s" in text
     assert "contact_model = 'foo' is not one of:" in text
-    assert "stale_command_action = 'brake' is not one of: zero, damping" in text
+    assert "stale_command_action = 'brake' is not one of: hold, damping, zero" in text
 
 
 def test_control_period_must_be_a_multiple_of_dt():

@@ -39,6 +39,10 @@ def test_command_validator(biped):
     assert v.check(names, bad)[1] == (f"joint_torque_cmd effort is NaN or Inf for {names[2]}, "
                                       f"{names[3]}")
     assert v.check([], [])[1].startswith("joint_torque_cmd has 0 joints")
+    # after a valid command with the same names (the fast path): a wrong length is a reason
+    assert v.check(names, tau)[1] is None
+    assert v.check(names, tau[:-2])[1] == (f"joint_torque_cmd has {len(names)} names but "
+                                           f"{len(names) - 2} efforts")
 
 
 def test_command_tracker_fresh_late_stale_and_transitions_reported_once():
@@ -66,12 +70,23 @@ def test_command_tracker_fresh_late_stale_and_transitions_reported_once():
     assert forever.decide(1 * MS, wall=1e6) == "late"  # timeout 0: waits without limit
 
 
-def test_fallback_torque():
-    v = np.array([1.0, -2.0])
-    np.testing.assert_array_equal(scheduling.fallback_torque("zero", v, 5.0), [0.0, 0.0])
-    np.testing.assert_array_equal(scheduling.fallback_torque("damping", v, 5.0), [-5.0, 10.0])
-    with pytest.raises(ConfigError):
-        scheduling.fallback_torque("brake", v, 1.0)
+def test_safe_commands(biped):
+    rng = np.random.default_rng(2)
+    q = biped.standing_configuration()
+    v = rng.standard_normal(biped.nv)
+    zero = scheduling.SafeCommand(biped, "zero", 300.0, 30.0, 5.0, 1e-3)
+    np.testing.assert_array_equal(zero.torque(q, v), np.zeros(biped.n_joints))
+    damping = scheduling.SafeCommand(biped, "damping", 300.0, 30.0, 5.0, 1e-3)
+    np.testing.assert_array_equal(damping.torque(q, v), -5.0 * v[biped.v_idx])
+    hold = scheduling.SafeCommand(biped, "hold", 300.0, 30.0, 5.0, 1e-3)
+    hold.start(q)
+    q2 = q.copy()
+    q2[biped.q_idx] += 0.01
+    tau = hold.torque(q2, np.zeros(biped.nv))
+    np.testing.assert_allclose(tau, -300.0 * 0.01)  # back to the posture it started on
+    assert hold.periods == 1 and "joint hold" in hold.describe()
+    with pytest.raises(ConfigError, match="stale_command_action = 'brake' is not one of: hold"):
+        scheduling.SafeCommand(biped, "brake", 1.0, 1.0, 1.0, 1e-3)
 
 
 def test_lockstep_gate_sequence():

@@ -142,7 +142,7 @@ def test_lockstep_counts_a_command_that_comes_after_its_period_was_due():
     assert pd_command(s, 1 * MS) is None
     assert s.tick() == 1 and s.late_commands == 1
     assert s.wait_time == pytest.approx(0.0021)
-    assert s.next_wakeup() is None
+    assert s.next_wakeup() == pytest.approx(clock.now + 5.0)  # lockstep_timeout, then the hold
     assert pd_command(s, 2 * MS) is None
     assert s.tick() == 0  # no catching up: the next period is due one period after this one
     clock.now += 0.0011
@@ -193,6 +193,58 @@ def test_lockstep_advances_one_period_per_command_and_is_deterministic():
         assert ta == tb
         np.testing.assert_array_equal(qa, qb)
         np.testing.assert_array_equal(va, vb)
+
+
+def test_a_silent_controller_gets_the_hold_on_the_posture_it_left():
+    """Free running: before the first command, and after command_timeout without a fresh one,
+    the safe command is a joint hold on the posture the robot had then (not zero torque): the
+    robot stands; the count of its periods is reported."""
+    clock = FakeClock()
+    s = make_session(clock=clock, real_time_factor=1.0, command_timeout=0.05)
+    robot = s.robot
+    for _ in range(2000):  # 2 s on the hold alone: it stands
+        clock.now += 0.001
+        s.tick()
+    assert s.sim.t == pytest.approx(2.0, abs=0.002)
+    assert s.sim.q[2] > 0.8 * s.world.q0[2]  # the pelvis did not drop
+    q_hold = s.world.q0[robot.q_idx]
+    tau = s.tau_applied
+    expected = s.safe._hold.kp * (q_hold - s.q_prev[robot.q_idx]) \
+        - s.safe._hold.kd * s.v_prev[robot.v_idx]
+    np.testing.assert_allclose(tau, np.clip(expected, -robot.effort_limit, robot.effort_limit),
+                               atol=1e-9)
+    values = {kv["key"]: kv["value"] for kv in s.status()["values"]}
+    assert values["safe_command"] == "hold" and int(values["safe_command_periods"]) >= 1999
+    assert s.status()["level"] == bytes([ros_topics.DIAG_WARN])
+
+
+def test_lockstep_controller_dies_the_hold_runs_and_a_new_controller_resumes_it():
+    """Lockstep: a controller silent for lockstep_timeout after commands had come: the hold
+    runs the robot on (its states published and awaited); a command answering an older state
+    stops it and lockstep resumes with the answer to the state now published — no reset."""
+    clock = FakeClock()
+    s = make_session(clock=clock, lockstep=True, real_time_factor=1.0, lockstep_timeout=0.5)
+    for _ in range(10):  # a controller answers 10 periods
+        assert pd_command(s, s.stamp) is None
+        clock.now += 0.001
+        assert s.tick() == 1
+    t_died, stamp_died = s.sim.t, s.stamp
+    clock.now += 0.4
+    assert s.tick() == 0 and s.sim.t == t_died  # within lockstep_timeout: waits
+    clock.now += 0.2
+    for _ in range(300):
+        clock.now += 0.001
+        s.tick()
+    assert s.holding and s.sim.t > t_died + 0.25
+    assert any("lockstep_timeout" in e.text for e in s.events)
+    assert s.sim.q[2] > 0.8 * s.world.q0[2]
+    # a restarted controller answers a state it saw (older than the newest): lockstep resumes
+    assert pd_command(s, stamp_died + 1 * MS) is None and not s.holding
+    t_resumed = s.sim.t
+    clock.now += 0.01
+    assert s.tick() == 0 and s.sim.t == t_resumed  # waits for the newest state's answer
+    assert pd_command(s, s.stamp) is None
+    assert s.tick() == 1 and s.sim.t == pytest.approx(t_resumed + 0.001)
 
 
 def test_contact_model_switch_keeps_the_state():
@@ -255,6 +307,7 @@ def test_status_layout():
                     "real_time_factor_target", "real_time_factor_measured",
                     "real_time_factor_overall", "overruns", "resyncs", "late_commands",
                     "wait_time_s", "mean_step_us", "lockstep", "paused", "command_state",
-                    "commands_accepted", "commands_rejected", "last_rejection", "diverged"]
+                    "safe_command", "safe_command_periods", "commands_accepted",
+                    "commands_rejected", "last_rejection", "diverged"]
     array = ros_topics.diagnostic_array(1.5, [status])
     assert array["header"]["stamp"] == {"sec": 1, "nanosec": 500_000_000}

@@ -339,12 +339,14 @@ def test_multicontact_sequence_of_fig6(robot):
     panel while sliding and the CoM sways vertically; the acceptance figures of the issue,
     rigid-contact version: panel force within 5 N of 60 N while sliding, tensions and normal
     moments within 5 N / 0.5 N·m of zero and CoPs within 10 mm in steady phases, CoM error
-    below 5 mm, no torque saturated."""
+    below 5 mm, no torque saturated. With the torso task on (``kp_torso``, nearly dependent
+    on the tasks above it once the right hand is on the panel; the damped solve keeps the
+    torques continuous: no step above 5 N·m per 1 ms, 1.8 N·m measured, at the panel's touch)."""
     q0 = robot.standing_configuration()
     beh = make_behavior("multicontact", robot, q0, **FIG6)
     ctrl = make_controller("wbc", robot, beh, DT, add_force=10.0, unload_time=0.5,
                            transition_time=0.5, release_force=5.0, add_cop_fraction=1.0,
-                           add_hold=0.0)
+                           add_hold=0.0, kp_torso=100.0)
     p = beh.params
     sim = _Harness(robot, q0)
     sim.constraints = {"left_foot": None, "right_foot": None}
@@ -367,7 +369,10 @@ def test_multicontact_sequence_of_fig6(robot):
         sim.step(out.tau)
         panel_force = (sim.wrenches["right_hand"][2]
                        if sim.constraints.get("right_hand") is panel else np.nan)
-        log.append((sim.t, out.info, panel_force))
+        log.append((sim.t, out.info, panel_force, out.tau.copy()))
+    taus = np.array([tau for *_, tau in log])
+    assert np.abs(np.diff(taus, axis=0)).max() < 5.0
+    log = [entry[:3] for entry in log]
     stances = [info["stance"] for _, info, _ in log]
     changes = [stances[k] for k in range(1, len(log)) if stances[k] != stances[k - 1]]
     # the hands join in either order or together, then the right one leaves

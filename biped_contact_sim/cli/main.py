@@ -7,6 +7,9 @@
     biped-sim compare [SCENARIO ...] --out DIR [--duration S] [--jobs N] [--set key=value ...]
     biped-sim bench [--out DIR] [--steps N] [--loop-steps N] [--scenario NAME]
                     [--peer mujoco|none] [--smoke] [--scaling]
+    biped-sim sweep STUDY.yaml [--out DIR] [--jobs N] [--executor local|ray] [--address A]
+                    [--resume] [--keep-runs]
+    biped-sim sweep report DIR
     biped-sim list
     biped-sim warm-up [--jobs N]
     biped-sim --version
@@ -240,6 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
                               "picks one), " + " and ".join(SCALING_MODELS)
                               + "; writes scaling.json and scaling.png")
 
+    from biped_contact_sim.cli import sweep  # light: no pinocchio, numba or matplotlib
+
+    sweep.add_parser(sub)
+
     sub.add_parser("list", help="scenarios, contact models, controllers and every --set key "
                                 "with its default and meaning")
 
@@ -267,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     progress.set_quiet(args.quiet)
     commands = {"run": cmd_run, "compare": cmd_compare, "bench": cmd_bench, "list": cmd_list,
-                "warm-up": cmd_warm_up}
+                "sweep": cmd_sweep, "warm-up": cmd_warm_up}
     from biped_contact_sim.cli.stopping import Aborted
     from biped_contact_sim.record.outdir import OutputError
 
@@ -345,8 +352,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError(f"--jobs = {args.jobs} must be >= 1")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tasks = [(name, model, {"duration": args.duration, "sets": sets})
-             for name in scenarios for model in CONTACT_MODELS]
+    from biped_contact_sim.cli.sweep import compare_study
+
+    # A study preset (scenarios × every contact model); its runs keep their full results here,
+    # for the plots, rather than table rows.
+    tasks = [(c["scenario"], c["contact_model"], {"duration": c["duration"], "sets": c["sets"]})
+             for c in compare_study(scenarios, args.duration, sets).configs()]
     outcomes = iter(run_parallel(tasks, args.jobs, cost=compare_cost))
     rows, written = [], []
     for name in scenarios:
@@ -421,6 +432,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.scaling:
         return bench.scaling_command(args, recorder.write_summary)
     return bench.bench_command(args, recorder.write_summary)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """``biped-sim sweep``: a study on a process pool or a Ray cluster (cli/sweep.py)."""
+    from biped_contact_sim.cli import sweep
+
+    return sweep.command(args)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -23,15 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pinocchio as pin
 
 from biped_contact_sim import control as control_layer
 from biped_contact_sim.cli.metrics import biped_metrics, multicontact_metrics, object_metrics
 from biped_contact_sim.cli.progress import progress_bar
 from biped_contact_sim.contact import make_contact_model
-from biped_contact_sim.contact.base import Stats, positive
+from biped_contact_sim.contact.base import Stats
 from biped_contact_sim.control import Controller, Measurement
-from biped_contact_sim.control.base import check_measurement
+from biped_contact_sim.control.joint_pd import JointPD, JointPDSettings
 from biped_contact_sim.errors import BipedSimError, ConfigError, DivergenceError, unknown_name
 from biped_contact_sim.jit import B1, F1, F2, I1, f8, kernel
 from biped_contact_sim.record.buffer import RunningStat
@@ -53,57 +52,6 @@ PROGRESS_CHUNK = 100  # steps between progress-bar updates
 #: the values of ``RunResult.outcome`` (``summary.json``'s ``outcome``)
 OUTCOMES = ("completed", "diverged", "fell", "interrupted", "terminated")
 MAX_STEPS_EVER = 1e12  # a run of more steps is refused whatever the caller allows (~10 years)
-
-
-@dataclass(frozen=True)
-class JointPDSettings:
-    """Joint PD hold (runner-only, until the controllers exist).
-
-    Attributes:
-        kp: joint stiffness K_p [N·m/rad].
-        kd: joint damping K_d [N·m·s/rad], before the cap.
-        kd_cap: K_d ≤ kd_cap · m_j / dt (explicit stability needs < 2).
-        gravity_compensation: add τ_g.
-    """
-
-    kp: float = 300.0
-    kd: float = 30.0
-    kd_cap: float = 1.0
-    gravity_compensation: bool = True
-
-    def __post_init__(self):
-        for name in ("kp", "kd", "kd_cap"):
-            positive(f"controller.{name}", getattr(self, name), allow_zero=name != "kd_cap")
-        if not isinstance(self.gravity_compensation, bool):
-            raise ConfigError(f"controller.gravity_compensation = "
-                              f"{self.gravity_compensation!r} must be true or false")
-
-
-class JointPD:
-    """Holds the actuated joints at q_ref with inertia-scaled PD gains (module docstring)."""
-
-    def __init__(self, robot: RobotModel, q_ref: np.ndarray, settings: JointPDSettings,
-                 dt: float):
-        data = robot.create_data()
-        Minv = pin.computeMinverse(robot.model, data, q_ref)
-        m_j = 1.0 / np.diag(Minv)[robot.v_idx]  # the diagonal is filled by computeMinverse
-        self.kp = np.full(robot.n_joints, settings.kp)
-        self.kd = np.minimum(settings.kd, settings.kd_cap * m_j / dt)
-        self.q_ref = q_ref[robot.q_idx].copy()
-        self.tau_g = np.zeros(robot.n_joints)
-        if settings.gravity_compensation and robot.n_points:
-            g = pin.computeGeneralizedGravity(robot.model, data, q_ref)
-            J = robot.terms(data, q_ref, np.zeros(robot.nv)).J
-            A = np.hstack([robot.S.T, J.T])  # [Sᵀ J_cᵀ] [τ; f] = g
-            self.tau_g = np.linalg.lstsq(A, g, rcond=None)[0][:robot.n_joints]
-        self.robot = robot
-
-    def __call__(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """τ for the measured state; InputError (naming the field) if q or v has the wrong
-        length or is not finite, as every controller's entry (``check_measurement``)."""
-        check_measurement(t, q, v, self.robot.nq, self.robot.nv)
-        return (self.tau_g + self.kp * (self.q_ref - q[self.robot.q_idx])
-                - self.kd * v[self.robot.v_idx])
 
 
 class ClosedLoop:
@@ -221,11 +169,11 @@ class RunResult:
     @property
     def outcome(self) -> str:
         """How the run ended, one of ``OUTCOMES``: ``diverged`` (the numerics failed:
-        ``diverged`` says when and why; or another error ended the run: ``error``),
-        ``interrupted`` (stopped by Ctrl-C) or ``terminated`` (by SIGTERM or SIGHUP) before its
-        end, ``fell`` (a biped whose base dropped below half its initial height), else
-        ``completed``."""
-        if self.diverged is not None or self.error:
+        ``diverged`` says when and why), ``interrupted`` (stopped by Ctrl-C) or ``terminated``
+        (by SIGTERM or SIGHUP) before its end, ``fell`` (a biped whose base dropped below half
+        its initial height), else ``completed`` (``error`` says if another error ended the
+        run: ``biped-sim sweep`` counts those apart)."""
+        if self.diverged is not None:
             return "diverged"
         if self.interrupted:
             return "terminated" if self.stopped_by in ("SIGTERM", "SIGHUP") else "interrupted"

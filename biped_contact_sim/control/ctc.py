@@ -88,6 +88,7 @@ from biped_contact_sim.control.base import (
     Reference,
     check_range,
 )
+from biped_contact_sim.control.ctc_kernels import ctc_step
 from biped_contact_sim.control.kernels import closed_chain as closed_chain_kernel
 from biped_contact_sim.control.kernels import sole_centre_allocation
 from biped_contact_sim.control.linalg import closed_chain as closed_chain_reference
@@ -396,6 +397,38 @@ class ComputedTorqueController(Controller):
         self._force_rows_arr = np.array(self._force_rows, dtype=np.int64)
         self._no_shares = np.zeros(0)
         self._centre = {b.name: b.offsets.mean(axis=0) for b in robot.contact_bodies}
+        self._compiled_tables()
+
+    def _compiled_tables(self) -> None:
+        """Constant tables of ``ctc_kernels.ctc_step`` (frame slots of the contact bodies, the
+        columns that move each, sole centres) and pinocchio's arrays as views; ``compiled``
+        False where the step cannot run compiled (the actuated coordinates not v[n_b:], a
+        frame layout ``frame_placements_view`` does not know, ``internal_forces``
+        overridden, a joint with a bias acceleration: the planar base)."""
+        from biped_contact_sim.control.wbc_plan import (
+            drift_from_jacobians,
+            frame_placements_view,
+        )
+
+        robot, model, data = self.robot, self.robot.model, self.data
+        bodies = robot.contact_bodies
+        self._slot = {b.name: k for k, b in enumerate(bodies)}
+        self._fids = np.array([b.frame_id for b in bodies], dtype=np.int64)
+        self._mask = np.zeros((len(bodies), model.nv), dtype=bool)
+        for k, b in enumerate(bodies):
+            for j in model.supports[model.frames[b.frame_id].parentJoint]:
+                if j > 0:
+                    self._mask[k, model.idx_vs[j]:model.idx_vs[j] + model.nvs[j]] = True
+        self._centres = np.array([self._centre[b.name] for b in bodies]).reshape(-1, 3)
+        self._oMf = frame_placements_view(model, data)
+        self._views = (data.M, data.nle, data.J, data.dJ)
+        nb = robot.n_base_v
+        vi = self._vi
+        self.compiled = (self._oMf is not None and isinstance(vi, slice) and vi.start == nb
+                         and vi.stop == robot.nv and drift_from_jacobians(model)
+                         and type(self).internal_forces
+                         is ComputedTorqueController.internal_forces)
+        self._slots: dict[tuple, np.ndarray] = {}
 
     def contact_set(self, meas: Measurement, ref: Reference) -> tuple[str, ...]:
         """The feet held as stance constraints at ``meas.t`` (our addition to eq. 30).
@@ -486,8 +519,12 @@ class ComputedTorqueController(Controller):
 
         stance = self.contact_set(meas, ref)
         self._Jb = None
-        dyn = constrained_inverse_dynamics(robot, self.data, meas.q, meas.v, a_des, stance,
-                                           s.rcond, law, s.kd_stance, self)
+        dyn = None
+        if self.compiled and stance:
+            dyn = self._compiled_dynamics(meas, ref, stance, a_des, shares)
+        if dyn is None:
+            dyn = constrained_inverse_dynamics(robot, self.data, meas.q, meas.v, a_des, stance,
+                                               s.rcond, law, s.kd_stance, self)
         tau = dyn.tau
         limit = robot.effort_limit
         clamped = np.minimum(np.maximum(tau, -limit), limit)
@@ -505,6 +542,40 @@ class ComputedTorqueController(Controller):
             "load_share": shares["value"],
         }
         return ControlOutput(tau, info)
+
+    def _compiled_dynamics(self, meas: Measurement, ref: Reference, stance, a_des: np.ndarray,
+                           shares: dict) -> ConstrainedDynamics | None:
+        """``constrained_inverse_dynamics`` with the sole-centre allocation as one compiled
+        call (``ctc_kernels.ctc_step``) after pinocchio's ``computeAllTerms``; None where the
+        numpy path must take the step (flight, a singular chain)."""
+        s, robot, model, data = self.settings, self.robot, self.robot.model, self.data
+        q = np.ascontiguousarray(meas.q, float)
+        v = np.ascontiguousarray(meas.v, float)
+        pin.computeAllTerms(model, data, q, v)
+        pin.updateFramePlacements(model, data)
+        slots = self._slots.get(stance)
+        if slots is None:
+            slots = self._slots[stance] = np.array([self._slot[n] for n in stance],
+                                                   dtype=np.int64)
+        alpha = self.load_shares(ref, stance)
+        allocate = not (s.cop_length == 0.0 and alpha is None)
+        M, h, J, dJ = self._views
+        code, a, tau, lam, residual = ctc_step(
+            M, h, J, dJ, self._oMf, self._mask, self._fids, v, slots, self._rows_arr,
+            np.ascontiguousarray(a_des, float), robot.n_base_v, s.rcond, s.kd_stance, allocate,
+            s.cop_length, self._centres, self._no_shares if alpha is None else alpha,
+            self._force_rows_arr)
+        if code != 0:
+            return None
+        if len(stance) == 2:  # the allocation ran (a closed chain): its shares
+            shares["value"] = alpha
+        nr = len(self._rows)
+        wrenches = {}
+        for k, name in enumerate(stance):
+            w = np.zeros(6)
+            w[self._rows] = lam[nr * k:nr * (k + 1)]
+            wrenches[name] = w
+        return ConstrainedDynamics(a, tau, wrenches, float(residual), np.zeros((0, 0)))
 
 
 def _index_of(idx: np.ndarray) -> slice | np.ndarray:

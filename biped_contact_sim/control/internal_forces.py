@@ -12,8 +12,8 @@ docs/methods.md §4.2, step 4 of ``control.wbc``. For a support of n_s ≥ 2 sur
   body's measured normal force drops below ``min_normal_force`` or the support changes), and
   the torques of eq. 42,
       Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p} + μ_i + p_i)
-  (``kernels.internal_force_torques``, its numpy reference ``linalg.internal_force_torques``
-  where a pseudo-inverse is needed);
+  (the damped solve of ``linalg.internal_force_torques``, compiled in
+  ``linalg_kernels.internal_force_law``);
 * our additions at a change of support (``control.contact_set``): F_int,ref starts from the
   internal forces the last applied torques make in the new support and reaches the reference
   along σ over ``transition_time``; a body being unloaded gets the F_int,ref closest to the
@@ -45,16 +45,9 @@ from biped_contact_sim.control.grasp import (
     orthogonalize,
     spec_labels,
 )
-from biped_contact_sim.control.kernels import (
-    internal_force_law,
-    internal_force_torques,
-    linkage,
-    surface_resultant,
-    wrenches_at,
-)
-from biped_contact_sim.control.linalg import (
-    internal_force_torques as internal_force_torques_reference,
-)
+from biped_contact_sim.control.kernels import linkage, surface_resultant, wrenches_at
+from biped_contact_sim.control.linalg import internal_force_torques
+from biped_contact_sim.control.linalg_kernels import internal_force_law
 from biped_contact_sim.errors import InputError
 
 
@@ -77,7 +70,7 @@ class InternalForces:
         self._sole_centre, self._g = sole_centre, g
         self._layouts: dict[tuple, tuple] = {}
         self._no_measurement = np.zeros(0)
-        #: the end of the law (tension, PI, Γ_int) by ``kernels.internal_force_law``; False:
+        #: the end of the law (tension, PI, Γ_int) by ``linalg_kernels.internal_force_law``; False:
         #: its numpy form ``internal_force_law_reference`` (the tests)
         self.compiled = True
         self.reset()
@@ -167,22 +160,13 @@ class InternalForces:
         s = self.settings
         n_s = len(stance)
         m_int = W_int.shape[0]
-        if ref.internal is None:
-            f_int_user = np.zeros(m_int)
-        else:
-            f_int_user = np.array(ref.internal, float)
-            if f_int_user.shape != (m_int,):
-                raise InputError(f"internal-force reference has shape {f_int_user.shape}; "
-                                 f"the {name} model has {m_int} rows: " + ", ".join(labels))
+        f_int_user = self.user_reference(ref, m_int, name, labels)
         contact_ok = measured is not None
         F_meas = self._no_measurement
         if contact_ok:
             F_meas = np.empty(6 * n_s)
             wrenches_at(measured, rotations, origins, anchors, F_meas)
-        if self._stance != stance or self.integral is None \
-                or self.integral.shape != (m_int,) or not contact_ok:
-            self.integral = np.zeros(m_int)  # anti-windup: reset when a contact is lost
-        self._stance = stance
+        self._begin(stance, m_int, contact_ok)
         if self.transitions.changed:
             # The ramp starts from the internal forces the last applied torques make in the
             # new support (eq. 20): the torques' internal part stays continuous, and a
@@ -221,19 +205,86 @@ class InternalForces:
         tension = 0.0 if alpha is None else float(alpha[0] - alpha[1])
         law = internal_force_law if self.compiled else internal_force_law_reference
         # the rest (tension, measured forces, PI, Γ_int): one compiled call
-        ok, d_tau, f_int_ref, f_int_cmd, f_int_meas = law(
+        d_tau, damped, f_int_ref, f_int_cmd, f_int_meas = law(
             W_int, D, G, T, f_task, F_meas, contact_ok, np.asarray(f_int_ref, dtype=float),
             tension, self.integral, s.kp_int, s.ki_int * self.dt, s.int_limit, pi_on,
-            s.internal_forces)
-        fallbacks = 0
+            s.internal_forces, s.task_damping)
         if not contact_ok:
             f_int_meas = None
         if not s.internal_forces:
             d_tau = None
-        elif not ok:  # Γ_int by the SVD pseudo-inverse
-            d_tau, fallbacks = internal_force_torques_reference(W_int, D, G, T, f_int_cmd,
-                                                                f_task)
+        fallbacks = int(damped)
         return d_tau, fallbacks, f_int_ref, f_int_cmd, f_int_meas, alpha
+
+    def user_reference(self, ref, m_int: int, name: str, labels) -> np.ndarray:
+        """F_int of the reference (zeros if None), checked against the model's rows.
+
+        Raises:
+            InputError: the reference's internal forces do not match the model's rows.
+        """
+        if ref.internal is None:
+            return np.zeros(m_int)
+        f_int_user = np.array(ref.internal, float)
+        if f_int_user.shape != (m_int,):
+            raise InputError(f"internal-force reference has shape {f_int_user.shape}; "
+                             f"the {name} model has {m_int} rows: " + ", ".join(labels))
+        return f_int_user
+
+    def _begin(self, stance, m_int: int, contact_ok: bool) -> None:
+        """The integral: reset at a change of support, of size, or when a contact is lost
+        (anti-windup, §IV-E)."""
+        if self._stance != stance or self.integral is None \
+                or self.integral.shape != (m_int,) or not contact_ok:
+            self.integral = np.zeros(m_int)
+        self._stance = stance
+
+    def compiled_plan(self, t: float, ref, stance, m_int: int, name: str, labels,
+                      contact_ok: bool, tau_prev: np.ndarray | None) -> tuple:
+        """What the compiled step needs to run the whole law (``wbc_kernels.wbc_step``, stage 4),
+        with ``command``'s bookkeeping; or mode 2 where the reference needs a numpy step (a
+        contact being unloaded, a no-slip contact: ``command`` then finishes the step).
+
+        Returns:
+            (mode 1 or 2, F_int of the reference, the ramp's start (empty if none), whether
+            the start is to be recomputed from the last applied torques (a change of
+            support); the rest None in mode 2).
+
+        Raises:
+            InputError: the reference's internal forces do not match the model's rows.
+        """
+        unloading = self.transitions.unloading  # a body with an unloading ramp running
+        if (unloading and any(b in unloading for b in stance)) \
+                or (ref.no_slip and any(b in ref.no_slip for b in stance)):
+            return 2, None, None, False
+        f_int_user = self.user_reference(ref, m_int, name, labels)
+        self._begin(stance, m_int, contact_ok)
+        for body in stance:
+            self._unload_w0.pop(body, None)
+        recompute = self.transitions.changed and tau_prev is not None
+        if self.transitions.changed and tau_prev is None:
+            self._f_int_start = None
+        start = self._f_int_start
+        return 1, f_int_user, (self._no_measurement if start is None else start), recompute
+
+    def eq82_rows(self, stance, k: int) -> tuple[np.ndarray, tuple[str, ...]]:
+        """(eq. 82 row specs, labels) with the retained axis k of contact 2, cached; sets them
+        as the current model's rows."""
+        key = (stance, k)
+        hit = self._layouts.get(key)
+        if hit is None:
+            spec = ((TENSION, 0, 1), (MOMENT, 0, 0), (MOMENT, 0, 1), (MOMENT, 1, k),
+                    (MOMENT, 0, 2), (MOMENT, 1, 2))
+            hit = self._layouts[key] = (np.array(spec, dtype=np.int64).reshape(-1, 3),
+                                        spec_labels(spec, stance))
+        self._spec = hit[0]
+        return hit
+
+    def general_rows(self, stance, anchors, rotations, com) -> tuple[np.ndarray, tuple]:
+        """Row specs and labels of the n_s ≥ 3 linkage for the compiled step (``model``'s);
+        sets them as the current model's rows."""
+        spec, labels = self._general_layout(stance, anchors, rotations, com)
+        self._spec = spec
+        return spec, labels
 
     def _cop_rows_towards(self, no_slip, anchors: np.ndarray,
                           rotations: np.ndarray) -> np.ndarray:
@@ -270,9 +321,9 @@ class InternalForces:
 
 
 def internal_force_law_reference(W_int, D, G, T, f_task, F_meas, has_meas, f_int_ref, tension,
-                                 integral, kp_int, ki_dt, int_limit, pi_on, torques_on):
+                                 integral, kp_int, ki_dt, int_limit, pi_on, torques_on, damping):
     """The end of ``InternalForces.command`` in numpy: the reference of the compiled
-    ``kernels.internal_force_law`` (same arguments and returns)."""
+    ``linalg_kernels.internal_force_law`` (same arguments and returns)."""
     if tension != 0.0:
         # F·e_12 with F = Σ f_k: the tension row W_int[0] is e_12 on f_1, −e_12 on f_2
         F_e12 = np.dot(W_int[0, :3], f_task[:3] + f_task[6:9])
@@ -286,10 +337,10 @@ def internal_force_law_reference(W_int, D, G, T, f_task, F_meas, has_meas, f_int
         np.minimum(np.maximum(integral, -int_limit, out=integral), int_limit, out=integral)
         f_int_cmd += kp_int * e + integral
     if not torques_on:
-        return True, np.zeros(0), f_int_ref, f_int_cmd, f_int_meas
+        return np.zeros(0), False, f_int_ref, f_int_cmd, f_int_meas
     # Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p}) (eq. 42)
-    ok, d_tau = internal_force_torques(W_int, D, G, T, f_int_cmd, f_task)
-    return ok, d_tau, f_int_ref, f_int_cmd, f_int_meas
+    d_tau, damped = internal_force_torques(W_int, D, G, T, f_int_cmd, f_task, damping)
+    return d_tau, damped, f_int_ref, f_int_cmd, f_int_meas
 
 
 __all__ = ["InternalForces"]

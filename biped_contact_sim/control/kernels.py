@@ -1,4 +1,5 @@
-"""Compiled loops of the control layer's per-step work (numba ``@njit(cache=True)``).
+"""Compiled loops of the control layer's per-step geometry and of ``ctc`` (numba kernels with
+declared signatures, ``biped_contact_sim.jit``).
 
 Each kernel fills a preallocated output from pinocchio's frame quantities; written in numpy
 each is 10–30 calls on 3-vectors whose interpreter overhead, not arithmetic, made most of a
@@ -15,28 +16,24 @@ control step. The tests compare every kernel with its numpy/pinocchio reference.
   wrenches about the anchors P_k, f = R f_s, m_P = R τ_s − (P − o) × f;
 * ``hermite``: joint references between two grid points, cubic Hermite in q from (q, v),
   linear in v̇ (``walking.WalkBehavior.reference``), and the CoM's constant-jerk cubic;
-* ``prioritized``: the task-priority recursion of ``control.linalg.prioritized`` (its numpy
-  reference), one compiled loop over the priority levels. numba has no triangular solve, so a
-  Cholesky factor X = L Lᵀ is applied as L⁻¹B = ``np.linalg.solve(L, B)`` (LAPACK's LU on
-  the triangular L); the positive-definiteness test and the eigen-decomposition fallback are
-  the reference's;
-* ``task_torques``: everything between the support's factor Φ* = G Gᵀ and the task torques
-  (whitening, the tasks' constrained Jacobians, the recursion, Γ = T y) in one call, against
-  ``control.linalg.task_torques``;
 * ``sole_centre_allocation``: ``ctc``'s internal-wrench allocation (its numpy reference
   ``control.linalg.sole_centre_allocation``);
 * ``closed_chain``: ``ctc``'s closed-chain accelerations (QR of J_b, the joint accelerations
   closest to the desired ones, the base's), against ``control.linalg.closed_chain``.
+
+The dense solves of ``wbc`` are in ``control.linalg_kernels``, its compiled step in
+``control.wbc_kernels``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from biped_contact_sim.jit import F1, F2, F3, I1, I2, F2s, b1, f8, i8, kernel
+from biped_contact_sim.control.linalg_kernels import cho_solve, cholesky
+from biped_contact_sim.jit import F1, F2, F3, I1, F1s, F2s, F3s, I1s, I2s, f8, i8, kernel, ro
 
 
-@kernel((F2, F1, F1, F1, F2, F1))
+@kernel((ro(F2s), ro(F1s), ro(F1s), ro(F1s), F2s, F1s))
 def point_rows(J, acc, v, r, J_out, drift_out):  # pragma: no cover - compiled
     """J_out (6, nv), drift_out (6,) of the point at offset r (module docstring); the frame's
     angular velocity ω = J_ang v."""
@@ -65,7 +62,7 @@ def point_rows(J, acc, v, r, J_out, drift_out):  # pragma: no cover - compiled
     drift_out[5] = a2
 
 
-@kernel((F2, F1, F2))
+@kernel((ro(F2s), ro(F1s), F2s))
 def surface_resultant(positions, com, W):  # pragma: no cover - compiled
     """W (6, 6 n_s) ← W_com of surface contacts at ``positions`` (n_s, 3) about ``com``."""
     W[:] = 0.0
@@ -82,7 +79,7 @@ def surface_resultant(positions, com, W):  # pragma: no cover - compiled
         W[5, c + 0], W[5, c + 1] = -r1, r0
 
 
-@kernel((I2, F2, F3, I1, F2))
+@kernel((ro(I2s), ro(F2s), ro(F3s), ro(I1s), F2s))
 def linkage(spec, positions, rotations, offsets, W):  # pragma: no cover - compiled
     """W (m, N) ← W_int of the row specs (m, 3) = (kind, i, j), kind 0 tension, 1 moment, 2
     normal force (``control.grasp``).
@@ -111,7 +108,7 @@ def linkage(spec, positions, rotations, offsets, W):  # pragma: no cover - compi
     return True
 
 
-@kernel((F2, F3, F2, F2, F1))
+@kernel((ro(F2s), ro(F3s), ro(F2s), ro(F2s), F1s))
 def wrenches_at(wrench_sole, rotations, origins, points, out):  # pragma: no cover - compiled
     """out (6 n,) ← world wrenches [f; m_P] about ``points`` of sole wrenches (n, 6)."""
     for k in range(wrench_sole.shape[0]):
@@ -132,7 +129,7 @@ def wrenches_at(wrench_sole, rotations, origins, points, out):  # pragma: no cov
         out[o + 5] -= d0 * f1 - d1 * f0
 
 
-@kernel((F2, F2, F2, i8, f8, f8, F1, F1, F1))
+@kernel((ro(F2s), ro(F2s), ro(F2s), i8, f8, f8, F1s, F1s, F1s))
 def hermite(q, v, a, k, tau, dt, q_out, v_out, a_out):  # pragma: no cover - compiled
     """q_out, v_out, a_out at the fraction tau ∈ [0, 1] between grid rows k and k + 1:
     h00 q_k + h10 dt v_k + h01 q_k+1 + h11 dt v_k+1 and its derivative, (1 − tau) a_k +
@@ -150,276 +147,7 @@ def hermite(q, v, a, k, tau, dt, q_out, v_out, a_out):  # pragma: no cover - com
         a_out[i] = (1.0 - tau) * a[k, i] + tau * a[k + 1, i]
 
 
-@kernel((F2, F1, f8, f8))
-def _whiten(J, e, rcond, scale):  # pragma: no cover - compiled
-    """(ok, L⁻¹J, L⁻¹e) for X = J Jᵀ = L Lᵀ; ok False if X is not numerically PD (the test of
-    ``control.linalg.cholesky``; scale ≤ 0: max diag X)."""
-    X = J @ J.T
-    try:
-        L = np.linalg.cholesky(X)
-    except Exception:  # numba catches only this way
-        return False, J, e
-    d = np.diag(L)
-    if scale <= 0.0:
-        scale = np.diag(X).max()
-    if d.min() ** 2 < rcond * scale:
-        return False, J, e
-    B = np.empty((J.shape[0], J.shape[1] + 1))
-    B[:, :J.shape[1]] = J
-    B[:, J.shape[1]] = e
-    W = np.linalg.solve(L, B)
-    return True, np.ascontiguousarray(W[:, :J.shape[1]]), np.ascontiguousarray(W[:, J.shape[1]])
-
-
-@kernel((F2, f8, f8))
-def _pinv_psd(X, rcond, scale):  # pragma: no cover - compiled
-    w, V = np.linalg.eigh(0.5 * (X + X.T))
-    top = max(scale, 1e-300)
-    rank = 0
-    out = np.zeros_like(X)
-    for i in range(w.size):
-        if w[i] > rcond * top:
-            rank += 1
-            out += np.outer(V[:, i] / w[i], V[:, i])
-    return out, rank
-
-
-@kernel((F2, F1, I1, F2, F1, f8, F2, F1))
-def prioritized(J_up, e_up, sizes, J_last, e_last, rcond, J_force,
-                F_force):  # pragma: no cover - compiled
-    """Compiled ``control.linalg.prioritized`` (same arguments, ``sizes`` an int array, no
-    force rows: J_force of shape (0, r)): returns (y, fallbacks)."""
-    r = J_up.shape[1]
-    m_up = J_up.shape[0]
-    y = np.zeros(r)
-    N = np.eye(r)
-    free = r
-    fallbacks = 0
-    stacked = False
-    if 0 < m_up <= r:
-        ok, W, u = _whiten(J_up, e_up, rcond, 0.0)
-        if ok:
-            y = W.T @ u
-            N = N - W.T @ W
-            free -= m_up
-            stacked = True
-    n_upper = 0 if stacked else sizes.size
-    n_force = 1 if J_force.shape[0] > 0 else 0
-    n_levels = n_upper + n_force + 1
-    start = 0
-    for k in range(n_levels):
-        if free == 0:
-            break
-        last = k == n_levels - 1
-        force = n_force == 1 and k == n_upper
-        if last:
-            Jk, ek = J_last, e_last
-        elif force:
-            Jk, ek = J_force, F_force
-        else:
-            Jk = np.ascontiguousarray(J_up[start:start + sizes[k]])
-            ek = e_up[start:start + sizes[k]]
-            start += sizes[k]
-        Jp = Jk @ N
-        m = Jk.shape[0]
-        scale = 0.0
-        for i in range(m):
-            scale = max(scale, np.dot(Jk[i], Jk[i]))
-        if force:  # force rows: torques J*ᵀ F, then their directions leave N
-            y += Jp.T @ F_force
-            Xr, rank = _pinv_psd(Jp @ Jp.T, rcond, scale)
-            N = N - Jp.T @ (Xr @ Jp)
-            free -= rank
-            continue
-        e = ek - Jk @ y
-        if m <= free:
-            ok, W, u = _whiten(Jp, e, rcond, scale)
-            if ok:
-                y += W.T @ u
-                N = N - W.T @ W
-                free -= m
-                continue
-        else:
-            X = Jp.T @ Jp + np.eye(r) - N
-            try:
-                L = np.linalg.cholesky(X)
-                d = np.diag(L)
-                ok = d.min() ** 2 >= rcond * scale
-            except Exception:
-                ok = False
-            if ok:
-                y += np.linalg.solve(L.T, np.linalg.solve(L, Jp.T @ e))
-                free = 0
-                continue
-        fallbacks += 1
-        Xr, rank = _pinv_psd(Jp @ Jp.T, rcond, scale)
-        y += Jp.T @ (Xr @ e)
-        N = N - Jp.T @ (Xr @ Jp)
-        free -= rank
-    return y, fallbacks
-
-
-
-
-
-@kernel((F2, f8, f8))
-def _cholesky(X, rcond, scale):  # pragma: no cover - compiled
-    """(ok, lower C) with X = C Cᵀ from X's lower triangle; ok False where
-    ``control.linalg.cholesky`` returns None (a pivot ≤ 0 or C_ii² < rcond · scale; scale ≤ 0:
-    max X_ii)."""
-    n = X.shape[0]
-    if scale <= 0.0:
-        for i in range(n):
-            scale = max(scale, X[i, i])
-    C = np.zeros((n, n))
-    for j in range(n):
-        d = X[j, j]
-        for k in range(j):
-            d -= C[j, k] * C[j, k]
-        if not d > 0.0 or d < rcond * scale:
-            return False, C
-        c = np.sqrt(d)
-        C[j, j] = c
-        for i in range(j + 1, n):
-            s = X[i, j]
-            for k in range(j):
-                s -= C[i, k] * C[j, k]
-            C[i, j] = s / c
-    return True, C
-
-
-@kernel((F2, F2))
-def _cho_solve(C, B):  # pragma: no cover - compiled
-    """X⁻¹ B for X = C Cᵀ (C lower), B of shape (n, m): forward and back substitution."""
-    n, m = B.shape
-    Y = B.copy()
-    for c in range(m):
-        for i in range(n):
-            s = Y[i, c]
-            for k in range(i):
-                s -= C[i, k] * Y[k, c]
-            Y[i, c] = s / C[i, i]
-        for i in range(n - 1, -1, -1):
-            s = Y[i, c]
-            for k in range(i + 1, n):
-                s -= C[k, i] * Y[k, c]
-            Y[i, c] = s / C[i, i]
-    return Y
-
-
-@kernel((F2, F1, F2, F1, i8, f8))
-def constrained_space(Minv, h, J_s, gamma_s, j0, rcond):  # pragma: no cover - compiled
-    """Compiled constrained dynamics of a support (Sentis et al. eqs. 20–26), the actuated
-    coordinates being v[j0:]: the first part of ``control.linalg.constrained_space``.
-
-    Returns (ok, D, B, a0, f0); ok False where Λ_s⁻¹ = J_s A⁻¹ J_sᵀ is not numerically
-    positive definite (the reference then takes the pseudo-inverse and counts it). The factor
-    Φ* = U B = G Gᵀ is left to LAPACK's ``dpstrf`` (``linalg.psd_factor``): the Fig. 6 closed
-    loop of ``test_wbc_multicontact`` depends on which G (not only on G Gᵀ), see
-    ``wbc``."""
-    nv = Minv.shape[0]
-    n = nv - j0
-    m = J_s.shape[0]
-    Mh = Minv @ h
-    if m == 0:
-        return True, np.zeros((0, n)), np.ascontiguousarray(Minv[:, j0:]), -Mh, np.zeros(0)
-    MJt = Minv @ J_s.T
-    ok, C = _cholesky(J_s @ MJt, rcond, 0.0)
-    if not ok:
-        z = np.zeros((0, 0))
-        return False, z, z, h, h
-    JbarT = _cho_solve(C, np.ascontiguousarray(MJt.T))  # J̄_sᵀ = Λ_s J_s A⁻¹ (eq. 21)
-    Lg = _cho_solve(C, gamma_s.reshape(m, 1))[:, 0]
-    D = np.ascontiguousarray(JbarT[:, j0:])
-    B = Minv[:, j0:] - JbarT.T @ np.ascontiguousarray(MJt[j0:].T)
-    a0 = JbarT.T @ (J_s @ Mh - gamma_s) - Mh
-    f0 = JbarT @ h - Lg
-    return True, D, B, a0, f0
-
-
-@kernel((F2, F2, F2, F2, F1, F1))
-def internal_force_torques(W_int, D, G, T, f_int_cmd, f_task):  # pragma: no cover - compiled
-    """Compiled ``control.linalg.internal_force_torques`` (Γ_int of Sentis et al. eq. 42):
-    (ok, Γ_int); ok False where the reference takes the SVD pseudo-inverse."""
-    A = W_int @ D
-    AL = A - (A @ G) @ T.T
-    rhs = f_int_cmd - W_int @ f_task
-    ok, C = _cholesky(AL @ A.T, 1e-10, 0.0)
-    if not ok:
-        return False, np.zeros(D.shape[1])
-    x = _cho_solve(C, rhs.reshape(rhs.size, 1))[:, 0].copy()
-    return True, -(x @ AL)
-
-
-@kernel((F2, F2, F2, F2, F1, F1, b1, F1, f8, F1, f8, f8, f8, b1, b1))
-def internal_force_law(W_int, D, G, T, f_task, F_meas, has_meas, f_int_ref, tension,
-                       integral, kp_int, ki_dt, int_limit, pi_on,
-                       torques_on):  # pragma: no cover - compiled
-    """The end of ``control.internal_forces.InternalForces.command`` (its numpy form,
-    ``command(..., compiled=False)``, is the reference) in one call: the load-share tension
-    ``f_int_ref[0] += tension · W_int[0, :3]·(f_task[0:3] + f_task[6:9])``, the measured
-    internal forces ``W_int F_meas`` (when ``has_meas``), the PI law (``pi_on``; the integral
-    updated in place, ``ki_dt`` = k_i dt, clamped to ±``int_limit``) and Γ_int
-    (``internal_force_torques``, when ``torques_on``).
-
-    Returns:
-        (ok, Γ_int, f_int_ref, f_int_cmd, f_int_meas): ok False where the reference takes the
-        SVD pseudo-inverse (Γ_int then zeros); f_int_meas empty without a measurement.
-    """
-    m = W_int.shape[0]
-    ref = f_int_ref.copy()
-    if tension != 0.0:
-        s = 0.0
-        for c in range(3):
-            s += W_int[0, c] * (f_task[c] + f_task[6 + c])
-        ref[0] += tension * s
-    meas = np.zeros(m if has_meas else 0)
-    if has_meas:
-        for i in range(m):
-            s = 0.0
-            for c in range(W_int.shape[1]):
-                s += W_int[i, c] * F_meas[c]
-            meas[i] = s
-    cmd = ref.copy()
-    if has_meas and pi_on:
-        for i in range(m):
-            e = ref[i] - meas[i]
-            x = integral[i] + ki_dt * e
-            integral[i] = min(max(x, -int_limit), int_limit)
-            cmd[i] += kp_int * e + integral[i]
-    if not torques_on:
-        return True, np.zeros(0), ref, cmd, meas
-    ok, d_tau = internal_force_torques(W_int, D, G, T, cmd, f_task)
-    return ok, d_tau, ref, cmd, meas
-
-
-@kernel((F2, F2, F2, F1, F1, i8, F2, F1, I1, i8, F1, f8, F1, F2, F1, f8))
-def task_torques(B, G, D, f0, a0, j0, J_up, e_up, sizes, i_am, w_am, e_am, e_post, J_force,
-                 F_force, rcond):  # pragma: no cover - compiled
-    """Compiled ``control.linalg.task_torques`` (same arguments, j0 for U = rows j0: of v,
-    ``sizes`` an int array, i_am < 0 without an angular-momentum row): the whitening
-    T = G (GᵀG)⁻¹, the tasks' Ĵ_k = J_k B T and e_k − J_k v̇₀ (Sentis et al. eq. 29), the
-    recursion of eqs. 30–31 (``prioritized``) and Γ = T y, in one call.
-
-    Returns (ok, T, Γ, fallbacks); ok False where GᵀG is not numerically positive definite
-    (the reference's eigen-decomposition fallback, ``linalg.factor_phi``)."""
-    ok, C = _cholesky(G.T @ G, rcond * rcond, 0.0)
-    if not ok:
-        return False, G, np.zeros(G.shape[0]), 0
-    T = np.ascontiguousarray(_cho_solve(C, np.ascontiguousarray(G.T)).T)
-    BT = B @ T
-    Jh = J_up @ BT
-    e = e_up - J_up @ a0
-    if i_am >= 0:
-        wD = w_am @ D
-        Jh[i_am] = -(wD @ T)
-        e[i_am] = e_am - w_am @ f0
-    ep = e_post - a0[j0:]
-    y, fallbacks = prioritized(Jh, e, sizes, G, ep, rcond, J_force @ BT, -F_force)
-    return True, T, T @ y, fallbacks
-
-
-@kernel((F1, F2s, F2s, F3, F2, f8, F1, I1, I1))
+@kernel((ro(F1), ro(F2s), ro(F2s), ro(F3), ro(F2), f8, ro(F1), ro(I1), ro(I1)))
 def sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho, shares, rows,
                            force_rows):  # pragma: no cover - compiled
     """Compiled ``control.linalg.sole_centre_allocation`` (same arguments, ``rows`` and
@@ -453,15 +181,15 @@ def sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho, shares
     JbT = np.ascontiguousarray(Jb.T)
     B = JbT @ Winv
     BT = np.ascontiguousarray(B.T)
-    ok, C = _cholesky(B @ BT, 1e-14, 0.0)
+    ok, C = cholesky(B @ BT, 1e-14, 0.0)
     if not ok:
         return False, np.zeros(null_basis.shape[1])
     rhs = JbT @ lam0 - B @ target
-    mu = target + BT @ _cho_solve(C, rhs.reshape(rhs.size, 1))[:, 0].copy()
+    mu = target + BT @ cho_solve(C, rhs.reshape(rhs.size, 1))[:, 0].copy()
     return True, np.ascontiguousarray(null_basis.T) @ (Winv @ mu - lam0)
 
 
-@kernel((F2, F1, F1, I1, i8, f8))
+@kernel((ro(F2), ro(F1), ro(F1), ro(I1), i8, f8))
 def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - compiled
     """Compiled ``control.linalg.closed_chain`` (same arguments, ``vi`` an int array): (ok,
     v̇_b, q̈_a, Q, R), empty arrays where the reference returns None. The complete Q of J_b is
@@ -501,7 +229,7 @@ def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - comp
             for c in range(nj):
                 s += A[i, c] * A[j, c]
             X[i, j] = s
-    ok, C = _cholesky(X, rcond * rcond, 0.0)
+    ok, C = cholesky(X, rcond * rcond, 0.0)
     if not ok:
         return False, none, none, np.zeros((0, 0)), np.zeros((0, 0))
     rhs = np.empty((m, 1))
@@ -512,7 +240,7 @@ def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - comp
         for j in range(nj):
             s -= A[i, j] * a_joints[j]
         rhs[i, 0] = s
-    y = _cho_solve(C, rhs)
+    y = cho_solve(C, rhs)
     a_vi = a_joints.copy()
     for j in range(nj):
         for i in range(m):
@@ -534,7 +262,5 @@ def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - comp
     return True, a_b, a_vi, Q, R
 
 
-__all__ = ["closed_chain", "constrained_space", "hermite", "internal_force_law",
-           "internal_force_torques", "linkage",
-           "point_rows", "prioritized", "sole_centre_allocation", "surface_resultant",
-           "task_torques", "wrenches_at"]
+__all__ = ["closed_chain", "hermite", "linkage", "point_rows", "sole_centre_allocation",
+           "surface_resultant", "wrenches_at"]

@@ -1,22 +1,25 @@
-"""Small dense solves of the controllers: Cholesky where the matrix is positive definite.
+"""Small dense solves of the controllers: the numpy references of the compiled ones.
 
 The control laws (docs/methods.md §4.1–4.2) invert three kinds of symmetric matrices:
 
 * positive definite by construction, e.g. the inverse operational-space inertia
-  Λ_s⁻¹ = J_s A⁻¹ J_sᵀ of a full-row-rank support Jacobian (Sentis et al. eq. 21), or a task's
-  Λ*⁻¹ = J* Φ* J*ᵀ when the task is not in conflict with the tasks above it (eq. 30):
-  ``cholesky`` (LAPACK ``dpotrf``, then ``dpotrs`` solves);
+  Λ_s⁻¹ = J_s A⁻¹ J_sᵀ of a full-row-rank support Jacobian (Sentis et al. eq. 21):
+  ``cholesky`` (LAPACK ``dpotrf``, then ``dpotrs`` solves), the eigen-decomposition
+  pseudo-inverse ``pinv_psd`` for a singular support (counted by the caller);
 * positive *semi*-definite with a rank the physics fixes, e.g. Φ* = U N_s A⁻¹ (U N_s)ᵀ
   (eq. 29), of rank n − 6(n_s − 1) with n_s surface contacts (its null space is spanned by
   the torques that only change internal forces, eqs. 32–34): ``psd_factor``, a pivoted
-  Cholesky factorisation (``dpstrf``) Φ = G Gᵀ with G of full column rank, which reveals the
-  rank with the same relative cut-off as an eigenvalue test and from which Φ⁺ follows
-  exactly: Φ⁺ = T Tᵀ with T = G (GᵀG)⁻¹ (``psd_whitening``);
-* whatever is left — a task that conflicts with the tasks above it, a singular support —
-  goes to the eigen-decomposition pseudo-inverse ``pinv_psd`` (the reference the faster
-  paths reproduce when their matrix is well conditioned), and the caller counts it.
+  Cholesky factorisation Φ = G Gᵀ with G of full column rank, which reveals the rank with a
+  relative cut-off (the gap is structural: ~1e-16 against O(1)) and from which Φ⁺ follows
+  exactly: Φ⁺ = T Tᵀ with T = G (GᵀG)⁻¹ (``whitening``);
+* matrices that lose rank continuously as the robot moves — a task's Λ*⁻¹ = J* Φ* J*ᵀ as it
+  becomes dependent on the tasks above it (eq. 30), the internal forces' A L* Aᵀ (eq. 42):
+  the damped solve of ``damped_factors`` (squared singular values floored, continuous in
+  the matrix).
 
-The LAPACK wrappers of ``scipy.linalg.lapack`` are called directly: numpy's ``linalg`` costs
+Each function that has a compiled twin (``control.linalg_kernels``, ``control.kernels``) is
+its reference: same arguments, same results to rounding, and the tests compare them. The
+LAPACK wrappers of ``scipy.linalg.lapack`` are called directly: numpy's ``linalg`` costs
 ~20 µs per call on 6×6 to 14×14 matrices, mostly argument handling, against 3–5 µs here.
 """
 
@@ -27,20 +30,13 @@ from functools import cache
 import numpy as np
 from scipy.linalg import lapack
 
-_potrf, _potrs, _pstrf = lapack.dpotrf, lapack.dpotrs, lapack.dpstrf
+_potrf, _potrs = lapack.dpotrf, lapack.dpotrs
 
 
 @cache
 def eye(n: int) -> np.ndarray:
     """A cached, read-only n × n identity (np.eye costs ~3 µs a call)."""
     out = np.eye(n)
-    out.flags.writeable = False
-    return out
-
-
-@cache
-def _lower_mask(n: int, r: int) -> np.ndarray:
-    out = np.tril(np.ones((n, r)))
     out.flags.writeable = False
     return out
 
@@ -86,45 +82,57 @@ def pinv_psd(X: np.ndarray, rcond: float, scale: float | None = None) -> tuple[n
 def psd_factor(X: np.ndarray, rcond: float) -> np.ndarray:
     """G (n × r) of full column rank with X = G Gᵀ, for a symmetric PSD X (pivoted Cholesky).
 
-    ``dpstrf`` factors Pᵀ X P = L Lᵀ with complete pivoting and stops at the first pivot below
-    ``rcond · max X_ii``: r is the numerical rank and G = P L[:, :r]. Only the lower triangle
-    of X is read.
+    Complete pivoting (LAPACK ``dpstrf``'s rule, written out so that the compiled
+    ``linalg_kernels.psd_factor`` takes the same pivots): at each step the largest remaining
+    diagonal entry of the Schur complement is the pivot, its column scaled by its square root
+    is the next column of G, and the factorisation stops at the first pivot not above
+    ``rcond · max X_ii``: r is the numerical rank. Only the lower triangle of X is read.
     """
     n = X.shape[0]
-    scale = max(X.diagonal().tolist()) if n else 0.0
+    W = np.tril(X) + np.tril(X, -1).T
+    scale = max(W.diagonal().tolist()) if n else 0.0
     if scale <= 0.0:
         return np.zeros((n, 0))
-    L, piv, rank, _ = _pstrf(X, lower=1, tol=rcond * scale)
-    G = np.empty((n, rank))
-    # dpstrf leaves the strict upper triangle as it found it; LAPACK pivots are 1-based
-    G[piv - 1] = L[:, :rank] * _lower_mask(n, rank)
-    return G
+    tol = rcond * scale
+    G = np.zeros((n, n))
+    done = np.zeros(n, bool)
+    r = 0
+    for _ in range(n):
+        diag = np.where(done, -np.inf, W.diagonal())
+        p = int(np.argmax(diag))
+        if not diag[p] > tol:
+            break
+        done[p] = True
+        col = np.where(done, 0.0, W[:, p] / np.sqrt(diag[p]))
+        col[p] = np.sqrt(diag[p])
+        G[:, r] = col
+        W -= np.outer(col, col) * np.outer(~done, ~done)
+        r += 1
+    return G[:, :r].copy()
 
 
-def psd_whitening(G: np.ndarray, rcond: float) -> np.ndarray | None:
-    """T = G (GᵀG)⁻¹ for G of full column rank, so that (G Gᵀ)⁺ = T Tᵀ, Tᵀ (G Gᵀ) T = I and
-    range T = range G; None if GᵀG is not numerically positive definite."""
-    C = cholesky(G.T @ G, rcond * rcond)
-    if C is None:
-        return None
+def whitening(G: np.ndarray) -> np.ndarray:
+    """T = G (GᵀG)⁻¹ for G of full column rank (``psd_factor``'s), so that (G Gᵀ)⁺ = T Tᵀ,
+    Tᵀ (G Gᵀ) T = I and range T = range G."""
+    C, info = _potrf(np.dot(G.T, G), lower=1)
+    if info != 0:
+        return np.zeros_like(G)
     return solve(C, G.T).T
-
 
 
 def constrained_space(Minv: np.ndarray, h: np.ndarray, J_s: np.ndarray, gamma_s: np.ndarray,
                       vi, rcond: float) -> tuple:
     """Constrained dynamics of a support (Sentis et al. eqs. 20–26) and the factor of Φ*
-    (eq. 29); the reference of the compiled ``kernels.constrained_space``.
+    (eq. 29); the reference of the compiled ``linalg_kernels.constrained_space``.
 
     With A⁻¹ = ``Minv``, h = b + g, the support Jacobian J_s and drift γ_s = J̇_s v, and U the
     selection of the actuated coordinates v[vi]: Λ_s⁻¹ = J_s A⁻¹ J_sᵀ (Cholesky when positive
-    definite, i.e. independent contacts; else the pseudo-inverse), J̄_sᵀ = Λ_s J_s A⁻¹,
+    definite, i.e. independent contacts; else the pseudo-inverse, counted), J̄_sᵀ = Λ_s J_s A⁻¹,
 
         D = J̄_sᵀ Uᵀ,  f0 = J̄_sᵀ h − Λ_s γ_s     (f = f0 − D Γ, eq. 20 in our sign),
         B = N_s A⁻¹ Uᵀ,  a0 = −N_s A⁻¹ h − J̄_s γ_s   (v̇ = B Γ + a0, eq. 25),
 
-    Φ* = U B = G Gᵀ (``psd_factor``) and T = G (GᵀG)⁻¹ (``psd_whitening``; eigen-decomposition
-    when GᵀG is not numerically PD), BT = B T.
+    Φ* = U B = G Gᵀ (``psd_factor``) and T = G (GᵀG)⁻¹ (``whitening``), BT = B T.
 
     Returns:
         (D, B, a0, f0, G, T, BT, fallbacks); D and f0 are None without support.
@@ -150,158 +158,161 @@ def constrained_space(Minv: np.ndarray, h: np.ndarray, J_s: np.ndarray, gamma_s:
     else:
         B = Minv[:, vi]
         a0 = -Mh
-    G, T, fallback = factor_phi(B[vi], rcond)
-    return D, B, a0, f0, G, T, np.dot(B, T), fallbacks + fallback
+    G = psd_factor(B[vi], rcond)
+    T = whitening(G)
+    return D, B, a0, f0, G, T, np.dot(B, T), fallbacks
 
 
-def factor_phi(Phi: np.ndarray, rcond: float) -> tuple[np.ndarray, np.ndarray, int]:
-    """(G, T, fallbacks) of Φ* = G Gᵀ (``psd_factor``) and T = G (GᵀG)⁻¹ (``psd_whitening``;
-    the eigen-decomposition, counted, when GᵀG is not numerically positive definite)."""
-    G = psd_factor(Phi, rcond)
-    T = psd_whitening(G, rcond)
-    if T is not None:
-        return G, T, 0
-    w, V = np.linalg.eigh(0.5 * (Phi + Phi.T))
-    keep = w > rcond * max(w[-1], 1e-300)
-    return V[:, keep] * np.sqrt(w[keep]), V[:, keep] / np.sqrt(w[keep]), 1
+#: relative floor below which a task direction leaves the null space only in part: a direction
+#: a task reaches with s² below ``NULL_FLOOR`` times its scale is numerically one that the
+#: levels above took (rounding leaves it ~1e-32), and stays free for the levels below
+NULL_FLOOR = 1e-12
 
+
+def damped_factors(Jt: np.ndarray, c: float, c_null: float) -> tuple:
+    """The damped inverse of a matrix J_t (m × r) from its thin SVD J_t = U diag(s) Vᵀ.
+
+    * solve: J_tᵀ a(J_t J_tᵀ) e = V diag(s a(s²)) Uᵀ e with a(λ) = 1/max(λ, c) — the exact
+      minimum-norm solution J_t⁺ e while every s² ≥ c, a capped gain s/c on the directions
+      below the floor, vanishing at s = 0;
+    * null space: the part of each direction the level takes from the levels below,
+      w(s) = min(s²/c_null, 1), as the factor 1 − √(1 − w) of ``damped_level``'s update — the
+      whole direction unless s² < c_null.
+
+    Both are continuous functions of the singular values, so the solves built from them are
+    continuous in J_t, unlike a Cholesky solve that switches to a truncated pseudo-inverse
+    when a pivot crosses a cut-off. With c_null ≪ c a direction the level solves with the
+    damped gain stays out of reach of the levels below: were it released as it is damped,
+    a lower level would take it up at full gain and undo the level's motion along it.
+
+    Returns:
+        (U (m, k), V (r, k), s a(s²), 1 − √(1 − w(s)), damped): k = min(m, r); damped is
+        True where some s² < c.
+    """
+    U, sv, Vt = np.linalg.svd(Jt, full_matrices=False)
+    lam = sv * sv
+    a = sv / np.maximum(lam, c)
+    x = np.minimum(lam / c_null, 1.0)
+    b = x / (1.0 + np.sqrt(1.0 - x))
+    return U, Vt.T, a, b, bool((lam < c).any())
+
+
+def damped_level(Jk: np.ndarray, ek: np.ndarray, Z: np.ndarray, y: np.ndarray, force: bool,
+                 update: bool, damping: float) -> bool:
+    """One priority level of ``prioritized``, updating y and Z in place.
+
+    With N = Z Zᵀ the freedom the levels above leave, J_t = Ĵ_k Z and the floors
+    c = ``damping`` · σ_k, c_null = ``NULL_FLOOR`` · σ_k, σ_k = max_i ‖(Ĵ_k)_i‖² (the task's
+    own scale, so that a task the levels above have nearly used up is damped rather than
+    amplified), by ``damped_factors``:
+
+        y ← y + Z J_tᵀ a(J_t J_tᵀ) (e_k − Ĵ_k y),     Z ← Z − Z V diag(1 − √(1 − w)) Vᵀ.
+
+    When every singular value is above the floors this is the exact recursion of
+    eqs. 30–31 (y += (Ĵ_k N)⁺ e, N ← N − (Ĵ_k N)⁺(Ĵ_k N), Z then the projector N itself);
+    a direction below c is solved with a capped gain; one below c_null (numerically taken by
+    the levels above) leaves N only in part, N ← Z (I − V diag(w) Vᵀ) Zᵀ: N stays symmetric
+    positive semi-definite and continuous in the data. ``force``: a force row,
+    y ← y + Z J_tᵀ e_k (the operational forces e_k through J*ᵀ), then the same update of Z.
+
+    Returns:
+        whether the damping acted (a singular value below c).
+    """
+    m = Jk.shape[0]
+    scale = max(np.einsum("ij,ij->i", Jk, Jk).tolist()) if m else 0.0
+    if scale <= 0.0:
+        return False
+    Jt = np.dot(Jk, Z)
+    U, V, a, b, damped = damped_factors(Jt, damping * scale, NULL_FLOOR * scale)
+    ZV = np.dot(Z, V)
+    if force:
+        y += np.dot(Z, np.dot(Jt.T, ek))
+    else:
+        y += np.dot(ZV, a * np.dot(U.T, ek - np.dot(Jk, y)))
+    if update:
+        Z -= np.dot(ZV * b, V.T)
+    return damped
 
 
 def prioritized(J_up: np.ndarray, e_up: np.ndarray, sizes, J_last: np.ndarray,
-                e_last: np.ndarray, rcond: float, J_force: np.ndarray | None = None,
+                e_last: np.ndarray, damping: float, J_force: np.ndarray | None = None,
                 F_force: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """Strict task priorities in whitened coordinates (Sentis et al. eqs. 30–31).
+    """Strict task priorities in whitened coordinates (Sentis et al. eqs. 30–31), damped.
 
-    With Φ* = G Gᵀ (``psd_factor``) and Γ = T y (``psd_whitening``), a task
-    ẍ_k = Φ_k Γ + c_k reads ẍ_k = Ĵ_k y + c_k, Ĵ_k = Φ_k T, and the Φ*-weighted
-    (dynamically consistent) quantities of eqs. 30–31 become Euclidean ones:
-    Λ*_{k|prec} = (Ĵ_k N Ĵ_kᵀ)⁻¹ and N*_prec the orthogonal projector N on the y-space the
-    tasks above leave free. Level by level, with e_k = ẍ_k,des − c_k − Ĵ_k y,
+    With Φ* = G Gᵀ (``psd_factor``) and Γ = T y (``whitening``), a task ẍ_k = Φ_k Γ + c_k
+    reads ẍ_k = Ĵ_k y + c_k, Ĵ_k = Φ_k T, and the Φ*-weighted (dynamically consistent)
+    quantities of eqs. 30–31 become Euclidean ones: Λ*_{k|prec} = (Ĵ_k N Ĵ_kᵀ)⁻¹ and N*_prec
+    the projector N on the y-space the tasks above leave free. Level by level
+    (``damped_level``), highest priority first: the upper levels, the force rows (the force
+    part of a unified force/position task, §V-A: their operational forces act through
+    J*ᵀ_{f|prec} F in the null space of the motion tasks, which then loses the force
+    directions so that the last level cannot push along them), the last level (the joint
+    posture).
 
-        y ← y + (Ĵ_k N)⁺ e_k,      N ← N − (Ĵ_k N)⁺ (Ĵ_k N).
-
-    A task with no more rows than free directions (m_k ≤ rank N) uses the row form
-    (Ĵ_k N)⁺ = N Ĵ_kᵀ X⁻¹, X = Ĵ_k N Ĵ_kᵀ (m_k × m_k, positive definite unless the task
-    conflicts with those above); a taller one (the joint posture at the end) the column form
-    (Ĵ_k N)⁺ = (N Ĵ_kᵀ Ĵ_k N + I − N)⁻¹ N Ĵ_kᵀ, whose r × r matrix is positive definite when
-    Ĵ_k N has full column rank on range N (adding I − N fills the null space the tasks above
-    took, whose pseudo-inverse part is zero). A pivot of X below ``rcond`` times the task's
-    own scale, max diag Ĵ_k Ĵ_kᵀ (not X's: a task the levels above have nearly used up has a
-    uniformly small X), marks a conflict: X then goes to ``pinv_psd`` with the same cut-off,
-    and the level is counted.
-
-    The levels above the last are first solved together: when their stacked Ĵ has full row
-    rank (no task conflicts with another), the recursion returns exactly the stack's
-    minimum-norm solution y = Ĵᵀ(ĴĴᵀ)⁻¹e (each increment lies in the stack's row space and
-    the sum meets every task), with N = I − Ĵᵀ(ĴĴᵀ)⁻¹Ĵ: one Cholesky instead of one per
-    level. If the stacked matrix is not numerically positive definite the levels are taken
-    one by one.
-
-    Force rows (the force part of a unified force/position task, §V-A) come after the upper
-    levels: their operational forces F act through the torques J*ᵀ_{f|prec} F, i.e.
-    y ← y + N Ĵ_fᵀ F in the null space N the upper levels leave, which then loses the force
-    directions (N ← N − (Ĵ_f N)⁺(Ĵ_f N)) so that the last level cannot push along them.
+    Each level's solve is the damped inverse of ``damped_factors``: the exact one while the
+    task is independent of those above it (every eigenvalue of Ĵ_k N Ĵ_kᵀ above
+    ``damping`` times the task's scale), a capped gain on the directions below — continuous in
+    the data, where a Cholesky solve with a truncated pseudo-inverse fallback stepped the
+    torques by 30–50 N·m when a pivot crossed its cut-off (a torso task nearly dependent on
+    the tasks above it, ``multicontact``).
 
     Args:
         J_up: (m, r) the upper levels' Ĵ_k stacked, highest priority first.
         e_up: (m,) their ẍ_k,des − c_k.
         sizes: rows of each upper level (Σ = m).
         J_last, e_last: the last level's Ĵ (m_last, r) and ẍ_des − c.
-        rcond: relative cut-off of the pseudo-inverse fallback (and of the Cholesky test).
+        damping: relative floor of the damped solves.
         J_force, F_force: force rows Ĵ_f (m_f, r) and their operational forces (m_f,).
 
     Returns:
-        (y (r,), number of levels that needed the pseudo-inverse fallback).
+        (y (r,), number of levels above the last where the damping acted).
     """
-    r = J_up.shape[1]
+    r = J_last.shape[1]
     y = np.zeros(r)
-    N = None  # identity until a task has taken directions
-    free = r
-    fallbacks = 0
-    levels = []
-    if 0 < len(J_up) <= r:
-        C = cholesky(np.dot(J_up, J_up.T), rcond)
-        if C is not None:
-            y = np.dot(J_up.T, solve(C, e_up))
-            N = eye(r) - np.dot(J_up.T, solve(C, J_up))
-            free -= len(J_up)
-        else:
-            levels = _split(J_up, e_up, sizes)
-    elif len(J_up):
-        levels = _split(J_up, e_up, sizes)
+    Z = np.eye(r)
+    damped = 0
+    i = 0
+    for m in sizes:
+        damped += damped_level(J_up[i:i + m], e_up[i:i + m], Z, y, False, True, damping)
+        i += m
     if J_force is not None and len(J_force):
-        levels.append((J_force, None))
-    levels.append((J_last, e_last))
-    last = len(levels) - 1
-    for k, (Jk, ek) in enumerate(levels):
-        if free == 0:
-            break
-        m = Jk.shape[0]
-        scale = max(np.einsum("ij,ij->i", Jk, Jk).tolist())
-        Jp = Jk if N is None else np.dot(Jk, N)
-        if ek is None:  # force rows: torques J*ᵀ F, then their directions leave N
-            y += np.dot(Jp.T, F_force)
-            Xr, rank = pinv_psd(np.dot(Jp, Jp.T), rcond, scale)
-            P = np.dot(Jp.T, np.dot(Xr, Jp))
-            N = eye(r) - P if N is None else N - P
-            free -= rank
-            continue
-        e = ek - np.dot(Jk, y)
-        if m <= free:
-            C = cholesky(np.dot(Jp, Jp.T), rcond, scale)
-            if C is not None:
-                y += np.dot(Jp.T, solve(C, e))
-                if k < last:
-                    P = np.dot(Jp.T, solve(C, Jp))
-                    N = eye(r) - P if N is None else N - P
-                free -= m
-                continue
-        else:
-            X = np.dot(Jp.T, Jp)
-            if N is not None:
-                X += eye(r) - N
-            C = cholesky(X, rcond, scale)
-            if C is not None:
-                y += solve(C, np.dot(Jp.T, e))
-                free = 0
-                continue
-        fallbacks += 1
-        Xr, rank = pinv_psd(np.dot(Jp, Jp.T), rcond, scale)
-        y += np.dot(Jp.T, np.dot(Xr, e))
-        if k < last:
-            P = np.dot(Jp.T, np.dot(Xr, Jp))
-            N = eye(r) - P if N is None else N - P
-        free -= rank
-    return y, fallbacks
+        damped_level(J_force, F_force, Z, y, True, True, damping)
+    # the last level is the least-squares one: its rows beyond the freedom left are expected
+    # to be unreachable, so its damping is not counted
+    damped_level(J_last, e_last, Z, y, False, False, damping)
+    return y, damped
 
 
 def internal_force_torques(W_int: np.ndarray, D: np.ndarray, G: np.ndarray, T: np.ndarray,
-                           f_int_cmd: np.ndarray, f_task: np.ndarray) -> tuple[np.ndarray, int]:
-    """Γ_int of Sentis et al. eq. 42 and whether the pseudo-inverse fallback was needed.
+                           f_int_cmd: np.ndarray, f_task: np.ndarray,
+                           damping: float) -> tuple[np.ndarray, bool]:
+    """Γ_int of Sentis et al. eq. 42 and whether the damping acted.
 
     Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p} + μ_i + p_i), with (our sign, f = f₀ − D Γ)
     J*ᵀ_{i|l} = −A L*, A = W_int J̄_sᵀ Uᵀ = W_int D (eq. 39), L* = I − G Tᵀ the orthogonal
     projector on the null space of Φ* = G Gᵀ (eq. 33) and F_int,{t,p} − μ_i − p_i = W_int f_task
     the internal forces of the task torques (eqs. 40–41). A L* has full row rank when every
     internal force is controllable (the paper's condition), so its pseudo-inverse is
-    L* Aᵀ (A L* Aᵀ)⁻¹: a Cholesky solve; otherwise the SVD pseudo-inverse.
+    L* Aᵀ (A L* Aᵀ)⁻¹ (A L* Aᵀ = (A L*)(A L*)ᵀ, L* being a symmetric projector), here the damped
+    inverse of ``damped_factors`` with the floor ``damping`` · max diag: exact while the
+    internal forces are controllable, continuous when one becomes nearly uncontrollable.
     """
     A = np.dot(W_int, D)
     AL = A - np.dot(np.dot(A, G), T.T)
     rhs = f_int_cmd - np.dot(W_int, f_task)
-    C = cholesky(np.dot(AL, A.T), 1e-10)
-    if C is not None:
-        return -np.dot(AL.T, solve(C, rhs)), 0
-    return -np.dot(np.linalg.pinv(AL, rcond=1e-10), rhs), 1
+    scale = max(np.einsum("ij,ij->i", AL, AL).tolist()) if len(AL) else 0.0
+    if scale <= 0.0:
+        return np.zeros(D.shape[1]), False
+    U, V, a, _, damped = damped_factors(AL, damping * scale, NULL_FLOOR * scale)
+    return -np.dot(V, a * np.dot(U.T, rhs)), damped
 
 
 def task_torques(B: np.ndarray, G: np.ndarray, T: np.ndarray, D: np.ndarray | None,
                  f0: np.ndarray | None, a0: np.ndarray, vi, J_up: np.ndarray, e_up: np.ndarray,
                  sizes, i_am: int, w_am: np.ndarray | None, e_am: float, e_post: np.ndarray,
-                 J_force: np.ndarray, F_force: np.ndarray, rcond: float
+                 J_force: np.ndarray, F_force: np.ndarray, damping: float
                  ) -> tuple[np.ndarray, int]:
-    """Task torques Γ = T y of the prioritized tasks (Sentis et al. eqs. 27–31): the reference
-    of the compiled ``kernels.task_torques``.
+    """Task torques Γ = T y of the prioritized tasks (Sentis et al. eqs. 27–31).
 
     With v̇ = B Γ + v̇₀ (``constrained_space``), Φ* = G Gᵀ, Γ = T y: the operational tasks
     ẍ_k = J_k v̇ + J̇_k v (rows of ``J_up``, ``e_up`` = ẍ_k,des − J̇_k v) become
@@ -312,7 +323,7 @@ def task_torques(B: np.ndarray, G: np.ndarray, T: np.ndarray, D: np.ndarray | No
     operational forces −F. Then ``prioritized``.
 
     Returns:
-        (Γ (n,), fallbacks of ``prioritized``).
+        (Γ (n,), damped levels of ``prioritized``).
     """
     BT = np.dot(B, T)
     Jh = np.dot(J_up, BT)
@@ -320,9 +331,9 @@ def task_torques(B: np.ndarray, G: np.ndarray, T: np.ndarray, D: np.ndarray | No
     if i_am >= 0:
         Jh[i_am] = -np.dot(np.dot(w_am, D), T)
         e[i_am] = e_am - np.dot(w_am, f0)
-    y, fallbacks = prioritized(Jh, e, sizes, G, e_post - a0[vi], rcond, np.dot(J_force, BT),
-                               -F_force)
-    return np.dot(T, y), fallbacks
+    y, damped = prioritized(Jh, e, sizes, G, e_post - a0[vi], damping, np.dot(J_force, BT),
+                            -F_force)
+    return np.dot(T, y), damped
 
 
 def sole_centre_allocation(lam0: np.ndarray, Jb: np.ndarray, null_basis: np.ndarray,
@@ -394,14 +405,6 @@ def closed_chain(Js: np.ndarray, gamma: np.ndarray, a_joints: np.ndarray, vi, nb
     return True, a_b, a_vi, Q, np.triu(R)
 
 
-def _split(J, e, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
-    out, i = [], 0
-    for m in sizes:
-        out.append((J[i:i + m], e[i:i + m]))
-        i += m
-    return out
-
-
-__all__ = ["cholesky", "constrained_space", "eye", "factor_phi", "internal_force_torques",
-           "pinv_psd", "prioritized", "psd_factor", "psd_whitening", "sole_centre_allocation",
-           "solve", "task_torques"]
+__all__ = ["NULL_FLOOR", "cholesky", "closed_chain", "constrained_space", "damped_factors",
+           "damped_level", "eye", "internal_force_torques", "pinv_psd", "prioritized", "psd_factor",
+           "sole_centre_allocation", "solve", "task_torques", "whitening"]

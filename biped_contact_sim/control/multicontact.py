@@ -235,10 +235,13 @@ class MultiContactBehavior(Behavior):
     """
 
     name = "multicontact"
-    # No torso task here: with the right hand on the panel it is nearly dependent on the tasks
-    # above it, and the prioritized solve, switching between its Cholesky and its truncated
-    # pseudo-inverse as a pivot crosses rcond, stepped the torques by 30–50 N·m for a step
-    # (the panel force dipped by 40 N); the two-arm reach does not need it.
+    # The torso task stays off by default here. It used to step the torques by 30–50 N·m where
+    # the prioritized solve switched between a Cholesky and a truncated pseudo-inverse; the
+    # damped solve (``linalg.damped_factors``) is continuous, and the rigid-contact Fig. 6
+    # sequence holds with it on (``test_wbc_multicontact``). In the world on penalty_fl the
+    # panel force still dips by 41 N for one step at t = 9.687 s with it on — after smooth
+    # torques, the same with the damping floor at 1e-6 or 1e-4: a contact event on the palm,
+    # not a switch of the solve, not yet explained.
     controller_defaults: ClassVar[dict[str, dict[str, Any]]] = {
         "wbc": {**HAND_SUPPORT, "kp_torso": 0.0}}
 

@@ -38,8 +38,11 @@ step, from the measurement (q, v, wrenches) alone:
    Computed in whitened coordinates (``control.linalg``): Φ* is positive semi-definite of rank
    n − 6(n_s − 1) (its null space: the torques that only change internal forces), factored
    by pivoted Cholesky Φ* = G Gᵀ; with Γ = T y, T = G (GᵀG)⁻¹ (Φ*⁺ = T Tᵀ) the recursion above
-   is the Euclidean one of Ĵ_k = J*_k Φ* T, solved by Cholesky while the tasks do not
-   conflict (eigen-decomposition pseudo-inverses only as a counted fallback). A force row
+   is the Euclidean one of Ĵ_k = J*_k Φ* T, each level solved by the damped inverse of
+   ``linalg.damped_factors`` (exact while the task is independent of those above it, a capped
+   gain on the directions that are nearly dependent, ``task_damping``; continuous in the
+   data, where a Cholesky solve with a truncated pseudo-inverse fallback stepped the torques
+   by 30–50 N·m when a pivot crossed its cut-off). A force row
    (operational force −F n on a pressing body, F the commanded reaction: reference plus PI
    on the measured one, ``kp_force``, ``ki_force``) acts through J*ᵀ_{f|prec} F in the null
    space of the motion tasks and takes its direction from the posture; that body's measured
@@ -83,6 +86,14 @@ step, from the measurement (q, v, wrenches) alone:
    and leaving, against > 60 N·m without, ``test_wbc_multicontact``); a released body's pose
    target is blended from where it was released. τ clamped to the effort limits.
 
+Stages 1–4 run as one compiled call (``wbc_kernels.wbc_step``) on the arrays pinocchio's
+``computeAllTerms`` leaves in its Data; the Python layer turns the reference into the step's
+tables (``_plan``) and reads the torques back. ``compiled = False`` runs the same tables
+through the numpy/pinocchio stages (``wbc_stages``, ``linalg``), the reference the tests
+compare the compiled step with. Where the internal-force reference needs a numpy step (a
+contact being unloaded, a no-slip contact), the compiled call stops after stage 3 and
+``InternalForces.command`` finishes with the compiled law.
+
 Gains are checked against their discrete-time stability bounds (``wbc_settings``).
 """
 
@@ -93,32 +104,18 @@ import math
 import numpy as np
 import pinocchio as pin
 
+from biped_contact_sim.control import wbc_kernels as wk
 from biped_contact_sim.control.base import Controller, ControlOutput, Measurement
-from biped_contact_sim.control.body_tasks import pose_task_rows, tangents
-from biped_contact_sim.control.contact_set import (
-    ContactTransitions,
-    blend_released,
-)
+from biped_contact_sim.control.contact_set import ContactTransitions, blend_released
 from biped_contact_sim.control.internal_forces import InternalForces
-from biped_contact_sim.control.kernels import (
-    constrained_space,
-    point_rows,
-    surface_resultant,
-    task_torques,
-)
-from biped_contact_sim.control.linalg import constrained_space as constrained_space_reference
-from biped_contact_sim.control.linalg import factor_phi, psd_factor
-from biped_contact_sim.control.linalg import task_torques as task_torques_reference
+from biped_contact_sim.control.kernels import surface_resultant
+from biped_contact_sim.control.linalg import constrained_space, task_torques
+from biped_contact_sim.control.wbc_plan import StepTables, drift_from_jacobians
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
+from biped_contact_sim.control.wbc_stages import support_rows, task_rows
 from biped_contact_sim.errors import ConfigError, InputError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """3-D cross product (np.cross costs ~30 µs per call through its axis handling)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
 
 
 def index_of(idx: np.ndarray) -> slice | np.ndarray:
@@ -129,7 +126,7 @@ def index_of(idx: np.ndarray) -> slice | np.ndarray:
     return idx
 
 
-class WholeBodyController(Controller):
+class WholeBodyController(StepTables, Controller):
     """Prioritized whole-body torque controller with internal-force control (module docstring).
 
     Args:
@@ -169,17 +166,12 @@ class WholeBodyController(Controller):
         # Sole centres (sole frame): the middle of each foot's contact points.
         self._sole_centre = {b.name: 0.5 * (b.offsets.min(axis=0) + b.offsets.max(axis=0))
                              for b in robot.contact_bodies}
-        self._no_row = np.zeros(0)
         self._vi = index_of(robot.v_idx)
         self._qi = index_of(robot.q_idx)
-        # the compiled constrained dynamics take the actuated coordinates as v[j0:]
-        self._j0 = (self._vi.start if isinstance(self._vi, slice) and self._vi.stop == robot.nv
-                    else None)
         self._base_frame = robot.model.getFrameId(robot.base_link)
         self._R_base_ref = np.eye(3)
         self._g = float(np.linalg.norm(robot.model.gravity.linear))
         self._stances: dict[tuple[str, ...], tuple] = {}  # reference stance → sorted, bodies
-        self._J6, self._drift6 = np.empty((6, robot.nv)), np.empty(6)
         self.transitions = ContactTransitions(
             [b.name for b in robot.contact_bodies], s.add_force, s.release_force,
             s.unload_time, s.transition_time,
@@ -188,6 +180,10 @@ class WholeBodyController(Controller):
                       for b in robot.contact_bodies},
             add_cop_fraction=s.add_cop_fraction, add_hold=s.add_hold)
         self.internal = InternalForces(s, self.dt, self.transitions, self._sole_centre, self._g)
+        self._static_tables()
+        #: stages 1–4 as one compiled call (``wbc_kernels.wbc_step``); False: the numpy stages
+        self.compiled = (self._oMf is not None and self._j0 is not None
+                         and drift_from_jacobians(robot.model))
         self.reset()
 
     def reset(self) -> None:
@@ -217,18 +213,9 @@ class WholeBodyController(Controller):
             self._stances[key] = hit
         return hit
 
-    def _frame_rows(self, frame_id: int, v: np.ndarray, r: np.ndarray, J_out: np.ndarray,
-                    drift_out: np.ndarray) -> None:
-        """6-D Jacobian and drift of the point at world offset r from a frame's origin (same
-        axes), into ``J_out`` (6, nv) and ``drift_out`` (6,) (``kernels.point_rows``)."""
-        model, data = self.robot.model, self.data
-        point_rows(pin.getFrameJacobian(model, data, frame_id, LWA),
-                   pin.getFrameClassicalAcceleration(model, data, frame_id, LWA).vector,
-                   v, r, J_out, drift_out)
-
     # ------------------------------------------------------------------ control step
     def compute(self, meas: Measurement) -> ControlOutput:
-        """Torques for the measurement (module docstring, steps 1–5).
+        """Torques for the measurement (module docstring, steps 0–5).
 
         Raises:
             InputError: q or v has the wrong length, or a reference has the wrong size.
@@ -236,14 +223,15 @@ class WholeBodyController(Controller):
         """
         robot, model, data, s = self.robot, self.robot.model, self.data, self.settings
         q, v = meas.q, meas.v
-        if not isinstance(q, np.ndarray) or q.dtype != float:
-            q = np.asarray(q, float)
-        if not isinstance(v, np.ndarray) or v.dtype != float:
-            v = np.asarray(v, float)
+        if not isinstance(q, np.ndarray) or q.dtype != float or not q.flags.c_contiguous:
+            q = np.ascontiguousarray(q, float)
+        if not isinstance(v, np.ndarray) or v.dtype != float or not v.flags.c_contiguous:
+            v = np.ascontiguousarray(v, float)
         if q.shape != (robot.nq,) or v.shape != (robot.nv,):
             raise InputError(f"measurement: q must have length {robot.nq} and v {robot.nv}; "
                              f"got {q.shape} and {v.shape}")
         t = meas.t
+        # 0. Reference and support set (contact transitions).
         ref = self.behavior.reference(t)
         requested, _ = self._stance_of(ref.stance)
         previous = self.transitions.support
@@ -259,213 +247,182 @@ class WholeBodyController(Controller):
         for x in (ref.q_joints, ref.v_joints, ref.a_joints):
             if x is not None and np.shape(x) != (n,):
                 raise InputError(f"joint references must have length {n}")
-        vi = self._vi
-        nv, n_s = robot.nv, len(bodies)
-        rcond = s.rcond
-        fallbacks = 0
-        dot = np.dot
 
-        # Robot terms: A⁻¹ (pinocchio's sparse Cholesky of CRBA's A), h = b + g, frame
-        # kinematics with v̇ = 0 (classical accelerations = drifts J̇ v), CoM, its Jacobian
-        # and drift.
-        # One pass (computeAllTerms: A, h, joint Jacobians, J_com, the body accelerations at
-        # v̇ = 0 that the frames' drifts read) instead of crba, nonLinearEffects,
-        # computeJointJacobians, forwardKinematics and jacobianCenterOfMass each walking the
-        # tree; the CoM's drift from those accelerations.
+        # Robot terms in one pass (computeAllTerms: A, h, the joint Jacobians J and J̇, J_com,
+        # the centroidal momentum, the body accelerations at v̇ = 0 that the drifts read), A⁻¹
+        # from pinocchio's sparse Cholesky, the frame placements and the CoM's drift.
         pin.computeAllTerms(model, data, q, v)
         pin.cholesky.decompose(model, data)
         Minv = pin.cholesky.computeMinv(model, data)
-        h = data.nle.copy()
         pin.updateFramePlacements(model, data)
-        J_com = data.Jcom
-        com = pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False).copy()
-        com_vel, com_drift = data.vcom[0].copy(), data.acom[0]
+        pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False)
 
-        # Bodies outside the support with a task: pose targets (swing feet, reaching hands; a
-        # requested body not yet loaded keeps its target, or is damped), force/position tasks.
-        pose_tasks, force_tasks = [], []
-        for name in requested:
-            if name not in stance:
-                pose_tasks.append((self._bodies[name], ref.feet.get(name)))
-        for name, target in ref.feet.items():
-            if name in stance or name in requested:
-                continue
-            body = self._body(name)
-            (force_tasks if target.normal is not None else pose_tasks).append((body, target))
-        # The measured wrench of a body under a force task acts on the robot: a known external
-        # force, h ← h − J_bᵀ w_b (world, about the body frame's origin). Not for a body under
-        # a pose task (one pressing towards a surface it is asked to join): its task would then
-        # cancel the reaction it causes, and the reaction grow step after step.
-        for body, _ in force_tasks:
-            w = meas.wrenches.get(body.name)
-            if w is not None and w[2] > 0.0:
-                R = data.oMf[body.frame_id].rotation
-                J = pin.getFrameJacobian(model, data, body.frame_id, LWA)
-                h -= dot(J[:3].T, dot(R, w[:3])) + dot(J[3:].T, dot(R, w[3:]))
+        plan = self._plan(ref, t, stance, bodies, requested, meas)
+        if self.compiled:
+            out = self._compiled_step(Minv, q, v, ref, t, stance, requested, bodies, measured,
+                                      cops, plan)
+            if out is not None:
+                return out
+        step = self._reference_step(Minv, q, v, ref, t, stance, bodies, measured, plan)
+        return self._output(t, ref, stance, requested, cops, plan[-1], *step)
 
-        # 1. Support Jacobian at the commanded CoPs (eq. 18) and its drift.
-        anchors = np.empty((n_s, 3))
-        origins = np.empty((n_s, 3))
-        rotations = np.empty((n_s, 3, 3))
-        J_s = np.empty((6 * n_s, nv))
-        gamma_s = np.empty(6 * n_s)
-        for k, body in enumerate(bodies):
-            oMs = data.oMf[body.frame_id]
-            R = rotations[k] = oMs.rotation
-            origins[k] = oMs.translation
-            cop = ref.cop.get(body.name)
-            r = dot(R, self._sole_centre[body.name] if cop is None
-                    else np.array([cop[0], cop[1], 0.0]))
-            anchors[k] = origins[k] + r
-            self._frame_rows(body.frame_id, v, r, J_s[6 * k:6 * k + 6], gamma_s[6 * k:6 * k + 6])
-
-        # 2. Constrained dynamics (eqs. 20–26): f = f0 − D Γ, v̇ = B Γ + a0, and Φ* = U B,
-        # positive semi-definite of rank n − 6(n_s − 1) with n_s ≥ 2 surface contacts (its null
-        # space: the torques that only change internal forces, eqs. 32–34), as Φ* = G Gᵀ with
-        # Φ*⁺ = T Tᵀ, T = G (GᵀG)⁻¹; BT = B T gives task k's Ĵ_k = J_k BT. D, B, a0, f0
-        # compiled, the numpy reference (``linalg.constrained_space``) where a pseudo-inverse
-        # is needed; G by LAPACK's pivoted Cholesky in both. (A compiled pivoted Cholesky gave
-        # another G of the same G Gᵀ, and the Fig. 6 sequence of ``test_wbc_multicontact``
-        # then saturated the left shoulder while the right hand was unloaded: the law is not
-        # invariant to G → G Q somewhere; not yet found.)
-        # The whitening T, the tasks' Ĵ_k and the recursion then run in one compiled call
-        # (``kernels.task_torques``) when the support is regular; T = None until then.
-        compiled = False
-        if self._j0 is not None:
-            compiled, D, B, a0, f0 = constrained_space(Minv, h, J_s, gamma_s, self._j0, rcond)
-            if compiled:
-                G, T = psd_factor(B[vi], rcond), None
-        if not compiled:
-            D, B, a0, f0, G, T, BT, fallback = constrained_space_reference(
-                Minv, h, J_s, gamma_s, vi, rcond)
-            fallbacks += fallback
-
-        # Virtual-linkage model at the commanded CoPs (App. C eq. 82 for two feet, eqs. 12–17
-        # for more; rebuilt at every change of support, its rows refilled every step).
-        W_com, W_int, labels, grasp_name = self.internal.model(stance, anchors, rotations,
-                                                               com)
-
-        # 3. Prioritized tasks (eqs. 27–31), each ẍ_k = Φ_k Γ + c_k, in the whitened
-        # coordinates y of Γ = T y: ẍ_k = Ĵ_k y + c_k (``control.linalg.prioritized``). The
-        # operational tasks are stacked as rows J_k of J_up (nv columns), Ĵ_k = J_k BT and
-        # c_k = J_k v̇₀ + γ_k; the angular-momentum row is not a J_k-task and comes apart.
-        am = grasp_name == "eq82" and s.am_task
-        sizes = ([3] if ref.com is not None else []) + ([1] if am else []) \
-            + [6] * len(pose_tasks) + [5] * len(force_tasks) + ([3] if s.kp_base > 0 else []) \
-            + ([3] if s.kp_torso > 0 else [])
-        m_up = sum(sizes)
-        J_up = np.empty((m_up, nv))
-        e_up = np.empty(m_up)  # ẍ_des − J̇ v, then − J_k v̇₀
-        i = 0
-        if ref.com is not None:
-            a_des = e_up[0:3]
-            np.subtract(ref.com, com, out=a_des)
-            a_des *= s.kp_com
-            if ref.com_vel is not None:
-                a_des += s.kd_com * (ref.com_vel - com_vel)
-            else:
-                a_des -= s.kd_com * com_vel
-            if ref.com_acc is not None:
-                a_des += ref.com_acc
-            a_des -= com_drift
-            J_up[0:3] = J_com
-            i = 3
-        i_am = i
-        if am:
-            J_up[i] = 0.0  # its Ĵ row is filled below (J_up is uninitialised memory)
-            e_up[i] = 0.0
-            i += 1
-        for body, target in pose_tasks:
-            self._pose_task(body, self._blend(body.name, target, t), v, J_up[i:i + 6],
-                            e_up[i:i + 6])
-            i += 6
-        J_force = np.empty((len(force_tasks), nv))
-        F_force = np.empty(len(force_tasks))
-        force_info = {}
-        for k, (body, target) in enumerate(force_tasks):
-            J6, e6 = np.empty((6, nv)), np.empty(6)
-            self._pose_task(body, self._blend(body.name, target, t), v, J6, e6)
-            n_hat = np.asarray(target.normal, float)
-            n_hat = n_hat / np.sqrt(dot(n_hat, n_hat))
-            tangent = tangents(n_hat)
-            J_up[i:i + 2] = dot(tangent, J6[:3])  # motion along the surface (§V-A)
-            e_up[i:i + 2] = dot(tangent, e6[:3])
-            J_up[i + 2:i + 5] = J6[3:]
-            e_up[i + 2:i + 5] = e6[3:]
-            i += 5
-            J_force[k] = dot(n_hat, J6[:3])
-            F_force[k], force_info[body.name] = self._normal_force(body, target, n_hat, meas, data)
-        if s.kp_base > 0:
-            # Base (pelvis) orientation held at q0's (posture part of eq. 31): keeps the joint
-            # posture task, which cannot be met exactly in support, from pitching the body.
-            base_id = self._base_frame
-            if n_s:  # heading: the mean of the stance soles' x axes
-                x_axis = rotations[:, :, 0].sum(axis=0).tolist()
-                self._R_base_ref = pin.rpy.rpyToMatrix(0.0, 0.0, math.atan2(x_axis[1],
-                                                                             x_axis[0]))
-            self._orientation_rows(base_id, s.kp_base, s.kd_base, J_up[i:i + 3], e_up[i:i + 3])
-            i += 3
-        if s.kp_torso > 0:
-            # Torso upright with the base's heading (our addition, after the base): with a hand
-            # in the support, the posture task acts in a few directions only, and the CoM task
-            # alone moves the CoM by pitching the heavy torso, which folds the arm.
-            self._orientation_rows(self._torso_frame, s.kp_torso, s.kd_torso, J_up[i:i + 3],
-                                   e_up[i:i + 3])
-        w_am, e_am = None, 0.0
-        if am:
-            # Angular momentum about the CoP line (App. B, eqs. 68–74). With coplanar feet the
-            # four CoP coordinates can sit at their anchors only if the ZMP is on the line
-            # P_1P_2, i.e. if the ground moment about that line vanishes; by the centroidal
-            # dynamics that moment is e_12·L̇_G + e_12·((G − P_1) × m(c̈ − g)), so with the CoM
-            # task met it fixes e_12·L̇_G. Holding that moment at zero exactly lets the
-            # angular momentum e_12·L_G integrate any CoM error (L̇ = δ m g, δ the CoM offset
-            # from the line) and the body spins; so this task damps it instead,
-            #     e_12·L̇_G = e_12·W_com[3:] f = −kd_am e_12·L_G      (L̇_G from eq. 12),
-            # which keeps the motion reversible and the dependent CoP coordinate at its anchor
-            # up to (z_G m c̈ + kd_am L)·e_12 / f_z. Priority: right after the CoM.
-            e12 = W_int[0, :3]  # (P_2 − P_1)/‖P_2 − P_1‖, the tension row
-            w_am = dot(e12, W_com[3:])
-            L_G = pin.computeCentroidalMomentum(model, data).angular
-            e_am = -s.kd_am * dot(e12, L_G)
-        qj, vj = q[self._qi], v[vi]
-        e_post = -s.kd_posture * vj
-        if ref.q_joints is not None:
-            e_post += s.kp_posture * (ref.q_joints - qj)
-        if ref.v_joints is not None:
-            e_post += s.kd_posture * ref.v_joints
-        if ref.a_joints is not None:
-            e_post += ref.a_joints
-        # Force rows push the body into its surface: operational force −F n on the body.
-        i_am = i_am if am else -1
-        if compiled:
-            ok, T, tau, levels = task_torques(
-                B, G, D, f0, a0, self._j0, J_up, e_up, np.array(sizes, dtype=np.int64), i_am,
-                self._no_row if w_am is None else w_am, e_am, e_post, J_force, F_force, rcond)
-            if not ok:  # GᵀG not numerically PD: the eigen-decomposition, counted
-                G, T, fallback = factor_phi(B[vi], rcond)
-                fallbacks += fallback
-        if not compiled or not ok:
-            tau, levels = task_torques_reference(B, G, T, D, f0, a0, vi, J_up, e_up, sizes, i_am,
-                                                 w_am, e_am, e_post, J_force, F_force, rcond)
-        fallbacks += levels
-        if not n_s:
-            D = f0 = None
-
-        # 4. Internal forces (eqs. 32–43, ``control.internal_forces``).
-        info: dict = {}
-        f_int_ref = f_int_meas = f_int_cmd = None
-        if W_int is not None:
-            m_int = W_int.shape[0]
-            d_tau, fallback, f_int_ref, f_int_cmd, f_int_meas, info["load_share"] = \
-                self.internal.command(t, ref, stance, bodies, measured, origins, rotations,
-                                      anchors, W_com, W_int, labels, grasp_name, f0, D, G, T,
-                                      tau, self._tau_prev)
-            fallbacks += fallback
-            if d_tau is not None:
-                tau += d_tau
+    def _compiled_step(self, Minv, q, v, ref, t, stance, requested, bodies, measured, cops,
+                       plan) -> ControlOutput | None:
+        """Steps 1–5 by ``wbc_kernels.wbc_step``; where the internal-force reference needs a
+        numpy step, stages 1–3 by ``wbc_kernels.wbc_stages``, then ``InternalForces.command``
+        and ``_output``. None where the support is singular (the numpy path then takes the
+        step and counts its pseudo-inverse)."""
+        s = self.settings
+        sup, sup_local, tasks, par, post, flags, force_info = plan
+        spec, name, ortho, m_int = self._layout(stance, bodies, ref)
+        flags[wk.F_ORTHO] = ortho
+        scal = np.zeros(wk.N_SCAL)
+        scal[wk.S_RAMP] = self.transitions.ramp(t)
+        tau_prev = self._tau_prev if self._tau_prev is not None else self._empty
+        mode, f_int_user, start, recompute = 0, self._empty, self._empty, False
+        contact_ok = measured is not None
+        if name is not None:
+            labels = (self.internal.eq82_rows(stance, 0)[1] if name == "eq82"
+                      else self.internal._linkage[2])
+            mode, f_int_user, start, recompute = self.internal.compiled_plan(
+                t, ref, stance, m_int, name, labels, contact_ok, self._tau_prev)
+            if mode == 2:
+                f_int_user, start = self._empty, self._empty
+        if mode == 1:
+            flags[wk.F_HAS_MEAS] = contact_ok
+            flags[wk.F_PI_ON] = contact_ok and (s.kp_int > 0 or s.ki_int > 0)
+            flags[wk.F_TORQUES_ON] = s.internal_forces
+            flags[wk.F_START] = recompute
+            if s.load_share and len(stance) == 2:
+                flags[wk.F_SHARE] = self._share_inputs(ref, stance, scal)
+        flags[wk.F_LAW] = mode
+        flags[wk.F_OFFSET_NEW] = (self.transitions.changed and self._tau_prev is not None
+                                  and s.transition_time > 0.0)
+        args = (Minv, *self._views, self._oMf, q, v, self._mask, self._fids, self._centres,
+                self._consts, self._j0, self._qj0, sup, sup_local, tasks, par, post, flags,
+                self._R_base_ref, spec, f_int_user,
+                self._no_wrench if measured is None else measured,
+                self.internal.integral if mode == 1 else self._empty, tau_prev, start, scal)
+        if mode == 2:
+            return self._compiled_stages(args, ref, t, stance, requested, bodies, measured, cops,
+                                         force_info, name)
+        code, damped, k82, saturated, has_offset, sizes, out, geo = wk.wbc_step(
+            *args, self.robot.effort_limit, (self._tau_offset if self._tau_offset is not None
+                                             else self._empty), cops)
+        if code == 1:
+            return None
+        if code == 2:
+            raise InputError("two commanded CoPs coincide: no tension line between them")
+        n, n_s = self.robot.n_joints, len(stance)
+        tau_cmd = out[:n]
+        self._tau_offset = out[n:2 * n] if has_offset else None
+        self._tau_prev = tau_cmd
+        i = 2 * n
+        f_pred, i = out[i:i + 6 * n_s], i + 6 * n_s
+        F_com, i = out[i:i + 6 * (n_s > 0)], i + 6 * (n_s > 0)
+        law = None
+        if mode == 1:
+            n_ref, n_meas, n_alpha, n_start = sizes
+            F_int, i = out[i:i + m_int], i + m_int
+            f_int_ref, f_int_cmd = out[i:i + n_ref], out[i + n_ref:i + 2 * n_ref]
+            i += 2 * n_ref
+            f_int_meas, i = out[i:i + n_meas], i + n_meas
+            alpha, i = out[i:i + n_alpha], i + n_alpha
+            if recompute:
+                self.internal._f_int_start = out[i:i + n_start]
+            labels = (self.internal.eq82_rows(stance, k82)[1] if name == "eq82"
+                      else self.internal._linkage[2])
+            law = (f_int_ref, f_int_cmd, f_int_meas if contact_ok else None,
+                   alpha if n_alpha else None, F_int, labels, name)
         else:
             self.internal.no_linkage(stance)
+        return self._info(ref, stance, requested, tau_cmd, saturated, damped, force_info,
+                          geo[:n_s], f_pred if n_s else None, F_com, geo[n_s:], law)
 
+    def _compiled_stages(self, args, ref, t, stance, requested, bodies, measured, cops,
+                         force_info, name) -> ControlOutput | None:
+        """A step whose internal-force reference needs numpy (unloading, no-slip): stages 1–3
+        compiled (``wbc_kernels.wbc_stages``), the law by ``InternalForces.command``."""
+        (code, tau, damped, anchors, origins, rotations, D, f0, G, T, W_com, W_int, k82, *_) = \
+            wk.wbc_stages(*args)
+        if code == 1:
+            return None
+        if code == 2:
+            raise InputError("two commanded CoPs coincide: no tension line between them")
+        labels = (self.internal.eq82_rows(stance, k82)[1] if name == "eq82"
+                  else self.internal._linkage[2])
+        d_tau, fallback, f_int_ref, f_int_cmd, f_int_meas, alpha = self.internal.command(
+            t, ref, stance, bodies, measured, origins, rotations, anchors, W_com, W_int, labels,
+            name, f0, D, G, T, tau, self._tau_prev)
+        if d_tau is not None:
+            tau = tau + d_tau
+        return self._output(t, ref, stance, requested, cops, force_info, tau, damped + fallback,
+                            anchors, origins, rotations, D, f0, W_com, W_int, labels, name,
+                            (f_int_ref, f_int_cmd, f_int_meas, alpha))
+
+    def _reference_step(self, Minv, q, v, ref, t, stance, bodies, measured, plan):
+        """Stages 1–4 in numpy and pinocchio (``wbc_stages``, ``linalg``): the reference of
+        ``_compiled_step``, on the same tables."""
+        s, model, data = self.settings, self.robot.model, self.data
+        sup, sup_local, tasks, par, post, flags, _ = plan
+        vi = self._vi
+        n_s = len(bodies)
+        # 1. Support rows at the commanded CoPs (eq. 18).
+        anchors, origins, rotations, J_s, gamma_s = support_rows(model, data, self._fids, sup,
+                                                                 sup_local)
+        if flags[wk.F_HEADING] and n_s:  # upright with the stance soles' mean heading
+            x_axis = rotations[:, :, 0].sum(axis=0)
+            self._R_base_ref = np.ascontiguousarray(
+                pin.rpy.rpyToMatrix(0.0, 0.0, math.atan2(x_axis[1], x_axis[0])))
+        h = data.nle.copy()
+        J_up, e_up, sizes, i_am, J_force, F_force = task_rows(
+            model, data, self._fids, self._consts, tasks, par, self._R_base_ref, h)
+        # 2. Constrained dynamics (eqs. 20–26) and Φ* = G Gᵀ, T (eq. 29).
+        D, B, a0, f0, G, T, _, fallbacks = constrained_space(Minv, h, J_s, gamma_s, vi,
+                                                             s.rcond)
+        # the virtual linkage at the commanded CoPs (App. C eq. 82 for two feet, eqs. 12–17
+        # for more; rebuilt at every change of support, its rows refilled every step)
+        W_com, W_int, labels, name = self.internal.model(stance, anchors, rotations,
+                                                         data.com[0].copy())
+        # 3. Prioritized tasks (eqs. 27–31); the angular-momentum row (App. B, eqs. 68–74):
+        # e_12·L̇_G = e_12·W_com[3:] f = −kd_am e_12·L_G, f = f0 − D Γ.
+        w_am, e_am = None, 0.0
+        if i_am >= 0:
+            e12 = W_int[0, :3]  # (P_2 − P_1)/‖P_2 − P_1‖, the tension row
+            w_am = e12 @ W_com[3:]
+            e_am = -s.kd_am * (e12 @ data.hg.angular)
+        qj, vj = q[self._qi], v[vi]
+        e_post = -s.kd_posture * vj
+        if flags[wk.F_POST_Q]:
+            e_post += s.kp_posture * (post[0] - qj)
+        if flags[wk.F_POST_V]:
+            e_post += s.kd_posture * post[1]
+        if flags[wk.F_POST_A]:
+            e_post += post[2]
+        tau, damped = task_torques(B, G, T, D, f0, a0, vi, J_up, e_up, sizes, i_am, w_am, e_am,
+                                   e_post, J_force, F_force, s.task_damping)
+        fallbacks += damped
+        # 4. Internal forces (eqs. 32–43, ``control.internal_forces``).
+        law = None
+        if W_int is not None:
+            d_tau, fallback, f_int_ref, f_int_cmd, f_int_meas, alpha = self.internal.command(
+                t, ref, stance, bodies, measured, origins, rotations, anchors, W_com, W_int,
+                labels, name, f0, D, G, T, tau, self._tau_prev)
+            fallbacks += fallback
+            if d_tau is not None:
+                tau = tau + d_tau
+            law = (f_int_ref, f_int_cmd, f_int_meas, alpha)
+        else:
+            self.internal.no_linkage(stance)
+        if not n_s:
+            D = f0 = None
+        return tau, fallbacks, anchors, origins, rotations, D, f0, W_com, W_int, labels, name, law
+
+    def _output(self, t, ref, stance, requested, cops, force_info, tau, fallbacks, anchors,
+                origins, rotations, D, f0, W_com, W_int, labels, name, law) -> ControlOutput:
+        """Step 5 in numpy: torque continuity across a change of support, saturation, the
+        figures of ``info`` (the reference of ``wbc_kernels.wbc_step``'s end)."""
+        s, robot = self.settings, self.robot
         # Torque continuity across a change of support (our addition, ``contact_set``): the
         # tasks' solution changes with the constrained space, so the offset to the last
         # applied torques at the change decays along σ over ``transition_time``.
@@ -478,21 +435,39 @@ class WholeBodyController(Controller):
                 tau = tau + (1.0 - ramp) * self._tau_offset
             else:
                 self._tau_offset = None
-
-        # 5. Saturation and diagnostics.
         limit = robot.effort_limit
         tau_cmd = np.minimum(np.maximum(tau, -limit), limit)
         self._tau_prev = tau_cmd
-        info["com"] = com
-        info["com_vel"] = com_vel
+        n_s = len(stance)
+        f_pred = F_com = None
+        if n_s:
+            f_pred = f0 - D @ tau_cmd  # eq. 20 at the applied torques
+            if W_int is None:  # one contact: the resultant map alone
+                W_com = np.empty((6, 6 * n_s))
+                surface_resultant(anchors, self.data.com[0].copy(), W_com)
+            F_com = W_com @ f_pred
+        for k in range(n_s):  # measured CoPs (sole frame → world)
+            if cops[k, 2] == 0.0:
+                cops[k] = origins[k] + rotations[k] @ cops[k]
+        if law is not None:
+            law = (*law, W_int @ f_pred, labels, name)
+        return self._info(ref, stance, requested, tau_cmd, int(np.count_nonzero(tau != tau_cmd)),
+                          fallbacks, force_info, anchors, f_pred, F_com, cops, law)
+
+    def _info(self, ref, stance, requested, tau_cmd, saturated, fallbacks, force_info, anchors,
+              f_pred, F_com, cops, law) -> ControlOutput:
+        """The torques and their diagnostics (``ControlOutput.info``)."""
+        data = self.data
+        com = data.com[0].copy()
+        info: dict = {"com": com, "com_vel": data.vcom[0].copy()}
         if ref.com is None:
             info["com_ref"], info["com_error"] = None, float("nan")
         else:
             info["com_ref"] = np.array(ref.com, float)
             d = info["com_ref"] - com
-            info["com_error"] = float(np.sqrt(dot(d, d)))
-        info["saturated"] = int(np.count_nonzero(tau != tau_cmd))
-        info["fallbacks"] = fallbacks
+            info["com_error"] = math.sqrt(d @ d)
+        info["saturated"] = int(saturated)
+        info["fallbacks"] = int(fallbacks)
         info["stance"] = stance
         if stance != requested or self.transitions.stuck:
             info["requested_stance"] = requested
@@ -500,25 +475,20 @@ class WholeBodyController(Controller):
         if force_info:
             info["force_tasks"] = force_info
         info["cop_refs"] = anchors
-        if n_s:
-            f_pred = f0 - dot(D, tau_cmd)  # eq. 20 at the applied torques
+        if f_pred is not None:
             info["wrenches_pred"] = f_pred
-            if W_com is None:
-                W_com = np.empty((6, 6 * n_s))
-                surface_resultant(anchors, com, W_com)
-            info["f_com_pred"] = dot(W_com, f_pred)
-        for k in range(n_s):  # measured CoPs (sole frame → world)
-            if cops[k, 2] == 0.0:
-                cops[k] = origins[k] + dot(rotations[k], cops[k])
+            info["f_com_pred"] = F_com
         info["cops"] = cops
-        if W_int is not None:
+        if law is not None:
+            f_int_ref, f_int_cmd, f_int_meas, alpha, F_int, labels, name = law
+            info["load_share"] = alpha
             info["f_int_ref"] = f_int_ref
             info["f_int_cmd"] = f_int_cmd
-            info["f_int_pred"] = dot(W_int, f_pred)
-            info["f_int"] = f_int_meas if f_int_meas is not None else np.full(m_int, np.nan)
+            info["f_int_pred"] = F_int
+            info["f_int"] = f_int_meas if f_int_meas is not None else np.full(len(F_int), np.nan)
             info["f_int_labels"] = labels
             info["int_integral"] = self.internal.integral.copy()
-            if grasp_name == "eq82":
+            if name == "eq82":
                 info["tension_ref"] = float(f_int_ref[0])
                 info["tension"] = float(info["f_int"][0])
         return ControlOutput(tau_cmd, info)
@@ -535,23 +505,6 @@ class WholeBodyController(Controller):
             del self._released[name]
             return target
         return blended
-
-    def _orientation_rows(self, frame_id: int, kp: float, kd: float, J_out: np.ndarray,
-                          e_out: np.ndarray) -> None:
-        """Rows of a frame's orientation task towards ``_R_base_ref`` (upright, the stance's
-        heading): J = its angular Jacobian (world axes), e = kp log(R_ref Rᵀ) − kd ω − J̇ v."""
-        model, data = self.robot.model, self.data
-        J_out[:] = pin.getFrameJacobian(model, data, frame_id, LWA)[3:]
-        alpha = pin.getFrameClassicalAcceleration(model, data, frame_id, LWA).angular
-        omega = pin.getFrameVelocity(model, data, frame_id, LWA).angular
-        e_out[:] = kp * pin.log3(np.dot(self._R_base_ref, data.oMf[frame_id].rotation.T)) \
-            - kd * omega - alpha
-
-    def _pose_task(self, body, target, v: np.ndarray, J_out: np.ndarray,
-                   e_out: np.ndarray) -> None:
-        s = self.settings
-        pose_task_rows(self.robot.model, self.data, body.frame_id, v, target, s.kp_foot,
-                       s.kd_foot, J_out, e_out)
 
     def _normal_force(self, body, target, n_hat: np.ndarray, meas: Measurement,
                       data) -> tuple[float, tuple[float, float, float]]:
@@ -593,7 +546,6 @@ class WholeBodyController(Controller):
         return (out if ok else None), cops
 
 
-_ZERO3 = np.zeros(3)
 TORSO_FRAME = "torso"  # the upper body's link (kp_torso)
 
 

@@ -44,7 +44,13 @@ class WBCSettings:
             changes the centroidal angular momentum, which the task then cancels by pitching
             the torso the other way.
         load_share: add the load-share tension (module docstring, step 4; our addition).
-        rcond: relative eigenvalue cutoff of the pseudo-inverses Φ*⁺ and Λ*⁺.
+        rcond: relative cut-off of the rank of Φ* (its pivoted Cholesky factor) and of the
+            support's Λ_s⁻¹ = J_s A⁻¹ J_sᵀ (a singular support takes the pseudo-inverse).
+        task_damping: relative floor of the damped solves of the task levels and of the
+            internal-force torques (``linalg.damped_factors``): a level whose Ĵ_k N Ĵ_kᵀ has
+            an eigenvalue below ``task_damping`` times the task's scale (its largest squared
+            row norm) solves that direction with a capped gain; exact above it. Continuous in
+            the data, unlike the truncated pseudo-inverse it replaces.
         kp_force, ki_force: PI feedback of a unified force/position task on the body's
             measured normal force (step 3) [-, 1/s].
         add_force, release_force, unload_time, transition_time: contact transitions
@@ -77,6 +83,7 @@ class WBCSettings:
     am_task: bool = True
     load_share: bool = True
     rcond: float = 1e-8
+    task_damping: float = 1e-6
     kp_force: float = 0.0
     ki_force: float = 20.0
     add_force: float = 0.0
@@ -102,7 +109,7 @@ class WBCSettings:
             raise ConfigError(f"kp_torso, kd_torso = {self.kp_torso!r}, {self.kd_torso!r} must "
                               "be >= 0")
         for name in ("kp_com", "kd_com", "kp_foot", "kd_foot", "kp_posture", "kd_posture",
-                     "int_limit", "min_normal_force", "kd_am", "rcond"):
+                     "int_limit", "min_normal_force", "kd_am", "rcond", "task_damping"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} = {getattr(self, name)!r} must be > 0")
         if not 0.0 <= self.kp_int < 1.0:

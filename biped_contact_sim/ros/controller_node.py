@@ -65,7 +65,7 @@ class ControllerNode(Node):
         self.session = controller_session.ControllerSession(self.robot, cfg)
         phase(f"robot {self.robot.name} and controller {cfg.controller} built",
               "loading compiled kernels")
-        kernels, compiled = load_kernels(self.get_logger().info)
+        kernels, compiled = load_kernels(self.get_logger().info, ("biped_contact_sim.control.",))
         phase(f"{kernels} compiled kernels loaded"
               + (f" ({compiled} compiled: run `biped-sim warm-up` once after installing)"
                  if compiled else " from numba's cache"), "creating topics")
@@ -106,8 +106,9 @@ class ControllerNode(Node):
 
     def rejected(self, reason: str | None) -> None:
         if reason is not None:
-            self.get_logger().error(f"Ignored input: {reason}",
-                                    throttle_duration_sec=REJECT_LOG_PERIOD)
+            self.session.reject_input(reason)
+            self.get_logger().error(f"Ignored input ({self.session.inputs_rejected} so far): "
+                                    f"{reason}", throttle_duration_sec=REJECT_LOG_PERIOD)
 
     # ------------------------------------------------------------------ inputs
     def read(self, topic: str, reader, data: bytes):
@@ -142,16 +143,22 @@ class ControllerNode(Node):
         self.pubs[topic].publish(fill_message(self.msg_types[topic](), fields, FACTORIES))
 
     def run_cycle(self) -> None:
-        """Compute and publish for every complete measurement not handled yet."""
-        while (meas := self.assembler.pop()) is not None:
-            cycle = self.session.step(meas)
-            if self.session.events:
-                log_events(self, self.session.events, REJECT_LOG_PERIOD)
-            if cycle is None:
-                continue
-            self.command_pub.publish(self.command.write(cycle.stamp, cycle.tau))
-            for topic, fields in cycle.diagnostics:
-                self.publish(topic, fields)
+        """Compute and publish for the newest complete measurement not handled yet (older
+        ones are skipped and counted: never a queue of stale states)."""
+        meas = self.assembler.pop()
+        if meas is None:
+            return
+        session = self.session
+        cycle = session.step(meas)
+        session.skipped = self.assembler.skipped
+        if session.events:
+            log_events(self, session.events, REJECT_LOG_PERIOD)
+        if cycle is None:
+            return
+        self.command_pub.publish(self.command.write(cycle.stamp, cycle.tau))
+        session.published(meas, time.perf_counter())
+        for topic, fields in cycle.diagnostics:
+            self.publish(topic, fields)
 
     def on_wake(self) -> float | None:
         """Control cycles (on complete measurements, or on the timer with sync latest) and the

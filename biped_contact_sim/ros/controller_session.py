@@ -28,8 +28,8 @@ from biped_contact_sim.control import (
 from biped_contact_sim.errors import BipedSimError, ConfigError
 from biped_contact_sim.record import messages
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.ros.events import Event
 from biped_contact_sim.ros.params import SYNC_MODES, ControllerNodeConfig
-from biped_contact_sim.ros.sim_session import Event
 from biped_contact_sim.ros.topics import (
     _NS,
     COM,
@@ -55,16 +55,20 @@ class _Parts:
     v_base: np.ndarray | None = None
     wrenches: dict[str, np.ndarray] = field(default_factory=dict)
     stamps: dict[str, int] = field(default_factory=dict)
+    arrival: float = 0.0  # wall time of the newest part (the measurement's, once complete)
 
 
 @dataclass
 class AssembledMeasurement:
-    """A complete measurement: stamp (ns) of the joint states, q, v and sole wrenches."""
+    """A complete measurement: stamp (ns) of the joint states, q, v and sole wrenches, and the
+    wall time its last part arrived (``arrival``: when a command for it could first be
+    computed; 0 when unknown)."""
 
     stamp: int
     q: np.ndarray
     v: np.ndarray
     wrenches: dict[str, np.ndarray]
+    arrival: float = 0.0
 
 
 class MeasurementAssembler:
@@ -73,10 +77,12 @@ class MeasurementAssembler:
     Modes:
 
     * ``exact``: a measurement is complete when joint states, odometry and every foot's wrench
-      carrying the same stamp have arrived; each stamp is handed out once, in order (a
-      simulator publishes them together; required for lockstep), except that a complete
-      state older than the last one handed out is a reset of the simulator (time jumped back)
-      and is handed out.
+      carrying the same stamp have arrived (a simulator publishes them together; required for
+      lockstep); the newest complete one is handed out, once, and older complete ones that
+      were never handed out are dropped and counted (``skipped``: a controller slower than
+      the measurements computes on the newest state, never on a queue of stale ones), except
+      that a complete state older than the last one handed out is a reset of the simulator
+      (time jumped back) and is handed out.
     * ``latest``: the newest message of each kind; complete when all kinds have arrived and the
       oldest is at most ``max_age`` seconds older than the newest joint states (hardware).
       A joint-states stamp is handed out once.
@@ -86,10 +92,12 @@ class MeasurementAssembler:
     """
 
     def __init__(self, robot: RobotModel, sync: str = "exact", max_age: float = 0.05,
-                 keep: int = 16):
+                 keep: int = 16, clock: Callable[[], float] = time.perf_counter):
         if sync not in SYNC_MODES:
             raise ConfigError(f"sync = {sync!r} is not one of: {', '.join(SYNC_MODES)}")
         self.robot, self.sync, self.max_age, self.keep = robot, sync, float(max_age), keep
+        self.clock = clock
+        self.skipped = 0
         self.feet = [b.name for b in robot.contact_bodies]
         self._parts: dict[int, _Parts] = {}
         self._latest = _Parts()
@@ -138,6 +146,7 @@ class MeasurementAssembler:
         slot = self._slot(stamp)
         slot.q_joints, slot.v_joints = q, v
         slot.stamps["joint_states"] = int(stamp)
+        slot.arrival = self.clock()
         return None
 
     def odometry(self, stamp: int, position, quat_xyzw, linear, angular) -> str | None:
@@ -150,6 +159,7 @@ class MeasurementAssembler:
         slot = self._slot(stamp)
         slot.q_base, slot.v_base = qb, vb
         slot.stamps["odom"] = int(stamp)
+        slot.arrival = self.clock()
         return None
 
     def wrench(self, foot: str, stamp: int, force, torque) -> str | None:
@@ -163,6 +173,7 @@ class MeasurementAssembler:
         slot = self._slot(stamp)
         slot.wrenches[foot] = w
         slot.stamps[foot] = int(stamp)
+        slot.arrival = self.clock()
         return None
 
     def _complete(self, slot: _Parts) -> bool:
@@ -177,7 +188,8 @@ class MeasurementAssembler:
         q[self.robot.q_idx] = slot.q_joints
         v[self.robot.v_idx] = slot.v_joints
         self.last_stamp = stamp
-        return AssembledMeasurement(stamp, q, v, {f: slot.wrenches[f].copy() for f in self.feet})
+        return AssembledMeasurement(stamp, q, v, {f: slot.wrenches[f].copy() for f in self.feet},
+                                    slot.arrival)
 
     def missing(self) -> list[str]:
         """What the newest incomplete measurement still lacks (for a diagnostic message)."""
@@ -200,22 +212,25 @@ class MeasurementAssembler:
             if stamp - min(slot.stamps.values()) > self.max_age * _NS:
                 return None
             return self._assemble(stamp, slot)
-        for stamp in sorted(self._parts):
-            if self.last_stamp is not None and stamp <= self.last_stamp:
-                if stamp == self.last_stamp:
-                    del self._parts[stamp]  # a re-sent state, answered already
-                elif self._complete(self._parts[stamp]):
-                    # A whole state older than the last one: time jumped back (the simulator
-                    # was reset); what was newer belongs to before the reset.
-                    slot = self._parts.pop(stamp)
-                    self._parts.clear()
-                    return self._assemble(stamp, slot)
-                continue  # parts of an older state: complete only after a reset
-            if self._complete(self._parts[stamp]):
-                slot = self._parts.pop(stamp)
-                for older in [s for s in self._parts if s < stamp]:
-                    del self._parts[older]
-                return self._assemble(stamp, slot)
+        last = self.last_stamp
+        complete = [s for s in sorted(self._parts) if self._complete(self._parts[s])]
+        newer = [s for s in complete if last is None or s > last]
+        if newer:
+            stamp = newer[-1]
+            self.skipped += len(newer) - 1  # complete states never answered: too slow
+            slot = self._parts.pop(stamp)
+            for older in [s for s in self._parts if s < stamp]:
+                del self._parts[older]
+            return self._assemble(stamp, slot)
+        if last is not None and last in self._parts:
+            del self._parts[last]  # a re-sent state, answered already
+        older = [s for s in complete if s < last] if last is not None else []
+        if older:
+            # A whole state older than the last one: time jumped back (the simulator was
+            # reset); what was newer belongs to before the reset.
+            slot = self._parts.pop(older[-1])
+            self._parts.clear()
+            return self._assemble(older[-1], slot)
         return None
 
 
@@ -288,6 +303,14 @@ class ControllerSession:
         self.cycles = 0
         self.failures = 0
         self.compute_time = 0.0
+        self.max_compute = 0.0
+        self.missed = 0  # commands published later than one control period after their state
+        self.latency_sum = 0.0
+        self.max_latency = 0.0
+        self.latencies = 0
+        self.skipped = 0  # complete measurements never answered (the assembler's count)
+        self.inputs_rejected = 0
+        self.last_input_rejection = ""
         self.last_error = ""
         self.last_output: ControlOutput | None = None
         self.last_measurement: AssembledMeasurement | None = None
@@ -341,13 +364,35 @@ class ControllerSession:
             self.events.append(Event("error", f"Controller failed at t = {t:.3f} s: "
                                      f"{self.last_error}; no command published"))
             return None
-        self.compute_time += self.clock() - start
+        took = self.clock() - start
+        self.compute_time += took
+        self.max_compute = max(self.max_compute, took)
         self.cycles += 1
         self.last_output = out
         cycle = ControlCycle(meas.stamp, self.names, tau)
         if (self.cycles - 1) % self.config.diagnostics_decimation == 0:
             cycle.diagnostics = self.diagnostics(meas, t, out)
         return cycle
+
+    def reject_input(self, reason: str) -> str:
+        """Count an input message that was not used (unreadable, NaN, wrong joints); returns
+        the reason."""
+        self.inputs_rejected += 1
+        self.last_input_rejection = reason
+        return reason
+
+    def published(self, meas: AssembledMeasurement, wall: float) -> None:
+        """The command for ``meas`` went out at wall time ``wall``: its latency from the
+        measurement's arrival; later than one control period is a missed deadline (a driver
+        running at that period has applied an older command meanwhile)."""
+        if meas.arrival <= 0.0:
+            return
+        latency = wall - meas.arrival
+        self.latencies += 1
+        self.latency_sum += latency
+        self.max_latency = max(self.max_latency, latency)
+        if latency > self.config.control_period:
+            self.missed += 1
 
     def diagnostics(self, meas: AssembledMeasurement, t: float, out: ControlOutput
                     ) -> list[tuple[str, dict[str, Any]]]:
@@ -383,7 +428,9 @@ class ControllerSession:
                                        "waiting for " + ", ".join(missing or ["a measurement"]),
                                        self.robot.name,
                                        {"cycles": self.cycles, "failures": self.failures,
-                                        "missing": list(missing), "last_error": self.last_error})
+                                        "missing": list(missing), "last_error": self.last_error,
+                                        "inputs_rejected": self.inputs_rejected,
+                                        "last_input_rejection": self.last_input_rejection})
             return diagnostic_array(0.0, [status])
         t = self.t
         com = pin.centerOfMass(self.robot.model, self._data, meas.q)
@@ -396,12 +443,29 @@ class ControllerSession:
             "cycles": self.cycles,
             "failures": self.failures,
             "mean_compute_us": 1e6 * self.compute_time / self.cycles if self.cycles else None,
+            "max_compute_us": 1e6 * self.max_compute,
+            "mean_latency_us": (1e6 * self.latency_sum / self.latencies if self.latencies
+                                else None),
+            "max_latency_us": 1e6 * self.max_latency,
+            "missed_deadlines": self.missed,
+            "skipped_measurements": self.skipped,
+            "missed_fraction": ((self.missed + self.skipped) / (self.cycles + self.skipped)
+                                if self.cycles + self.skipped else None),
+            "inputs_rejected": self.inputs_rejected,
+            "last_input_rejection": self.last_input_rejection,
             "com": com,
             "com_ref": ref.com,
             "tau": out.tau,
         }
         values.update({f"info.{k}": v for k, v in out.info.items()})
         level, message = DIAG_OK, "running"
+        missed = values["missed_fraction"]
+        # against a free-running driver (sync latest) a missed deadline is an older torque
+        # applied; a lockstep simulator waits for every command, so there it is only a figure
+        if self.config.sync == "latest" and missed is not None and missed > 0.01:
+            level, message = DIAG_WARN, (f"missed deadlines: {100 * missed:.1f} % of the "
+                                         f"measurements (compute mean "
+                                         f"{values['mean_compute_us']:.0f} us)")
         if self.failures and self.last_error:
             level, message = DIAG_WARN, f"last failure: {self.last_error}"
             values["last_error"] = self.last_error

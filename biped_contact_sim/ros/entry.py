@@ -1,4 +1,5 @@
-"""Console entry points of the nodes: ``simulator_node`` and ``controller_node``.
+"""Console entry points of the nodes: ``simulator_node``, ``controller_node`` and
+``composed_node`` (both in one process).
 
 The first thing each does, before importing anything heavy, is :func:`signals.install`: from
 then on SIGINT and SIGTERM are answered at any moment, also while rclpy, pinocchio and numba
@@ -36,6 +37,14 @@ def controller(args=None) -> None:
     """``ros2 run biped_contact_sim controller_node``."""
     stopper = signals.install("controller_node")
     from biped_contact_sim.ros.controller_node import main
+
+    exit_now(main(args, stopper))
+
+
+def composed(args=None) -> None:
+    """``ros2 run biped_contact_sim composed_node``: simulator and controller in one process."""
+    stopper = signals.install("composed_node")
+    from biped_contact_sim.ros.composed import main
 
     exit_now(main(args, stopper))
 

@@ -94,10 +94,11 @@ def declare_robot_parameters(node: Node) -> dict:
     return values
 
 
-def load_kernels(log: Callable[[str], None]) -> tuple[int, int]:
-    """Load the compiled kernels of the modules this node imported (``jit.load_imported``);
-    from now on ``log`` announces any kernel that compiles (``biped-sim warm-up`` did not run
-    on this machine, or a source changed since).
+def load_kernels(log: Callable[[str], None], prefixes: tuple[str, ...]) -> tuple[int, int]:
+    """Load the compiled kernels of the modules under ``prefixes`` (``jit.load_imported``:
+    the node's own, not every module it happens to import); from now on ``log`` announces any
+    kernel that compiles (``biped-sim warm-up`` did not run on this machine, or a source
+    changed since).
 
     Returns:
         (kernels, signatures compiled).
@@ -105,7 +106,7 @@ def load_kernels(log: Callable[[str], None]) -> tuple[int, int]:
     from biped_contact_sim import jit
 
     jit.set_compile_notice(log)
-    return jit.load_imported()
+    return jit.load_imported(prefixes)
 
 
 def optional_tf_broadcaster(node: Node):
@@ -152,7 +153,8 @@ class NodeLoop:
     """
 
     def __init__(self, node: Node, on_wake: Callable[[], float | None], static: bool = False):
-        self.node, self.on_wake, self.static = node, on_wake, static
+        self.node, self.static = node, static
+        self.nodes, self.wakes = [node], [on_wake]
         self.executor = SingleThreadedExecutor(context=node.context)
         self.executor.add_node(node)
         self.stop_requested = False
@@ -163,10 +165,31 @@ class NodeLoop:
         self._subs: list = []
         self._adds: list = []
 
+    def add(self, node: Node, on_wake: Callable[[], float | None]) -> None:
+        """Spin another node of the same context in this loop (the composed form: simulator
+        and controller in one process, one wait set)."""
+        self.nodes.append(node)
+        self.wakes.append(on_wake)
+        self.executor.add_node(node)
+        self._next_refresh = 0.0
+
+    def on_wake(self) -> float | None:
+        """Every node's periodic work; the earliest time one of them must run again."""
+        due = None
+        for wake in self.wakes:
+            t = wake()
+            if t is not None and (due is None or t < due):
+                due = t
+        return due
+
     def _entities(self) -> tuple[list, list, list, list]:
-        node = self.node
-        return list(node.subscriptions), list(node.services), list(node.timers), \
-            list(node.clients)
+        subs, services, timers, clients = [], [], [], []
+        for node in self.nodes:
+            subs += node.subscriptions
+            services += node.services
+            timers += node.timers
+            clients += node.clients
+        return subs, services, timers, clients
 
     def _run_executor(self) -> None:
         """Execute every callback the executor finds ready now (services, timers, waitables)."""
@@ -249,10 +272,11 @@ class NodeLoop:
         self.executor.shutdown(timeout_sec=0)
 
 
-def run_node(make_node: Callable[..., Node], node_name: str, args=None,
+def run_node(make_nodes: Callable[..., Node | list[Node]], node_name: str, args=None,
              stopper: signals.Stopper | None = None) -> int:
-    """init (without rclpy's signal handlers) → node → :class:`NodeLoop` until SIGINT/SIGTERM
-    → destroy → shutdown (module docstring). ``make_node(phase)`` builds the node, logging each
+    """init (without rclpy's signal handlers) → node(s) → one :class:`NodeLoop` until
+    SIGINT/SIGTERM → destroy → shutdown (module docstring). ``make_nodes(phase)`` builds the
+    node (or the nodes of a composed process, spun by the first one's loop), logging each
     phase of its start-up with ``phase(done, next)`` (``signals.timed_phase``). A ConfigError
     at start-up is logged as fatal and gives exit code 1, without a traceback.
 
@@ -265,13 +289,16 @@ def run_node(make_node: Callable[..., Node], node_name: str, args=None,
     logger = get_logger(node_name)
     phase = signals.timed_phase(stopper, logger.info)
     phase("imported rclpy, pinocchio and numba", "initialising rclpy")
-    node = None
+    nodes: list[Node] = []
     code = 0
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     try:
         stopper.phase = "building the node"
-        node = make_node(phase)
-        loop = node.loop
+        made = make_nodes(phase)
+        nodes = list(made) if isinstance(made, (list, tuple)) else [made]
+        loop = nodes[0].loop
+        for node in nodes[1:]:
+            loop.add(node, node.loop.on_wake)
         stopper.attach(loop.request_stop)
         loop.spin()
     except ExternalShutdownException:
@@ -280,7 +307,7 @@ def run_node(make_node: Callable[..., Node], node_name: str, args=None,
         logger.fatal(f"Invalid configuration:\n{exc}")
         code = 1
     finally:
-        if node is not None:
+        for node in nodes:
             node.loop.close()
             node.destroy_node()
         rclpy.try_shutdown()

@@ -24,7 +24,7 @@ from biped_contact_sim.ros.topics import WORLD_FRAME
 from biped_contact_sim.sim.scenarios import CONTACTS_KEY, SCENARIOS, WORLD_KEY, get_scenario
 from biped_contact_sim.sim.simulator import CONTACT_MODES, INTEGRATORS, SimSettings
 
-STALE_ACTIONS = ("zero", "damping")
+STALE_ACTIONS = ("hold", "damping", "zero")
 SYNC_MODES = ("exact", "latest")
 
 
@@ -331,13 +331,25 @@ def sim_parameter_specs(scenario_name: str = "stand") -> list[ParamSpec]:
                   "joint_torque_cmd (wall clock); then stale_command_action applies and the "
                   "simulation runs on until a fresh command comes; 0 waits without limit", "s",
                   0.0, 60.0, read_only=False),
+        ParamSpec("lockstep_timeout", 5.0, "Lockstep: when no command answers the published "
+                  "state for this long (wall clock) after commands had come (a controller "
+                  "that died), stale_command_action runs the robot at the real-time factor (1 "
+                  "when 0) until a controller answers again, then lockstep resumes; 0 waits "
+                  "without limit (the simulated clock stands still)", "s", 0.0, 3600.0,
+                  read_only=False),
         ParamSpec("wait_for_first_command", False, "Free running: hold at t = 0 until the "
                   "first valid joint_torque_cmd (a controller that starts later finds the "
                   "initial state); false applies stale_command_action until then"),
-        ParamSpec("stale_command_action", "zero", "Torque applied while the command is stale "
-                  "or before the first one (free running): zero, or damping tau = "
-                  "-stale_damping * v",
+        ParamSpec("stale_command_action", "hold", "Safe command while the command is stale "
+                  "or before the first one (free running), as a driver's: hold (joint PD on "
+                  "the posture the robot has then: tau = hold_stiffness (q_hold - q) - "
+                  "hold_damping v), damping (tau = -stale_damping v) or zero",
                   choices=STALE_ACTIONS, read_only=False),
+        ParamSpec("hold_stiffness", 300.0, "Joint stiffness of the 'hold' safe command",
+                  "N m/rad", 0.0, 1e5, read_only=False),
+        ParamSpec("hold_damping", 30.0, "Joint damping of the 'hold' safe command (capped by "
+                  "each joint's inertia for a stable explicit step)", "N m s/rad", 0.0, 1e4,
+                  read_only=False),
         ParamSpec("stale_damping", 5.0, "Joint damping of the 'damping' stale action",
                   "N m s/rad", 0.0, 1e4, read_only=False),
         ParamSpec("start_paused", False, "Start paused (resume with ~/pause data: false)"),
@@ -374,8 +386,11 @@ class SimNodeConfig:
     lockstep: bool = False
     max_command_delay: float = 1e-3
     command_timeout: float = 0.25
+    lockstep_timeout: float = 5.0
     wait_for_first_command: bool = False
-    stale_command_action: str = "zero"
+    stale_command_action: str = "hold"
+    hold_stiffness: float = 300.0
+    hold_damping: float = 30.0
     stale_damping: float = 5.0
     start_paused: bool = False
     world_frame: str = WORLD_FRAME
@@ -486,7 +501,9 @@ def sim_config(values: Mapping[str, Any]) -> SimNodeConfig:
               if f.name != "contact" and f.name in merged}
     for key in ("dt", "max_speed", "control_period", "publish_rate", "markers_rate",
                 "diagnostics_rate",
-                "real_time_factor", "max_command_delay", "command_timeout", "stale_damping"):
+                "real_time_factor", "max_command_delay", "command_timeout", "lockstep_timeout",
+                "stale_damping",
+                "hold_stiffness", "hold_damping"):
         kwargs[key] = float(kwargs[key])
     return SimNodeConfig(contact=contact, **kwargs)
 

@@ -2,7 +2,8 @@
 
 * :class:`CommandValidator`: unknown joint names, wrong lengths, duplicates, NaN/Inf → a reason;
 * :class:`CommandTracker` (free running): the command is fresh when it answers a recent state;
-  a late one makes the simulator wait (its clock slows), a dead controller the stale action;
+  a late one makes the simulator wait (its clock slows), a dead controller the safe command;
+* :class:`SafeCommand`: what is applied without a fresh command (a joint hold by default);
 * :class:`LockstepGate`: one control period per command answering the last published state;
 * :class:`Pacer`, :class:`RealTimeMeter`: periods due by the wall clock for a real-time factor,
   overrun and resync counters, the real-time factor achieved.
@@ -46,6 +47,9 @@ class CommandValidator:
         names = list(names)
         efforts = np.asarray(efforts, dtype=float).reshape(-1)
         if names == self._last_names:
+            if len(efforts) != len(names):
+                return None, (f"joint_torque_cmd has {len(names)} names but {len(efforts)} "
+                              "efforts")
             if not np.all(np.isfinite(efforts)):
                 bad = [names[i] for i in np.flatnonzero(~np.isfinite(efforts))]
                 return None, f"joint_torque_cmd effort is NaN or Inf for {', '.join(bad)}"
@@ -152,14 +156,59 @@ class CommandTracker:
         return None
 
 
-def fallback_torque(action: str, v_joints: np.ndarray, damping: float) -> np.ndarray:
-    """Torque applied without a fresh command: zeros, or ``−damping · v`` for ``damping``."""
-    if action == "damping":
-        return -float(damping) * np.asarray(v_joints, dtype=float)
-    if action == "zero":
+class SafeCommand:
+    """The torque the simulator applies without a fresh command — before the first one, after
+    ``command_timeout`` — as a robot's driver does (``stale_command_action``):
+
+    * ``hold`` (default): a joint PD hold on the posture the robot has when the safe command
+      starts, ``τ = K_p (q_hold − q_a) − K_d v_a`` (``hold_stiffness``, ``hold_damping``,
+      K_d capped by each joint's inertia as ``control.joint_pd``; no gravity model: a driver
+      holds positions, it does not know the robot's masses);
+    * ``damping``: ``τ = −d v_a`` (``stale_damping``);
+    * ``zero``: no torque (the robot falls).
+
+    :meth:`start` captures the posture (a new hold each time the command goes missing);
+    :meth:`torque` evaluates it; ``periods`` counts the periods it was applied.
+    """
+
+    def __init__(self, robot, action: str, stiffness: float, damping: float,
+                 stale_damping: float, dt: float):
+        if action not in STALE_ACTIONS:
+            raise ConfigError(f"stale_command_action = {action!r} is not one of: "
+                              + ", ".join(STALE_ACTIONS))
+        self.robot, self.action, self.dt = robot, action, float(dt)
+        self.stiffness, self.damping, self.stale_damping = (float(stiffness), float(damping),
+                                                            float(stale_damping))
+        self._hold = None
+        self.periods = 0
+
+    def describe(self) -> str:
+        if self.action == "hold":
+            return (f"a joint hold (K_p {self.stiffness:g} N m/rad, K_d {self.damping:g} "
+                    "N m s/rad) on the current posture")
+        if self.action == "damping":
+            return f"joint damping {self.stale_damping:g} N m s/rad"
+        return "zero torque"
+
+    def start(self, q: np.ndarray) -> None:
+        """Hold the posture q from now on (``hold``)."""
+        from biped_contact_sim.control.joint_pd import JointPD, JointPDSettings
+
+        if self.action == "hold":
+            self._hold = JointPD(self.robot, np.array(q, dtype=float), JointPDSettings(
+                kp=self.stiffness, kd=self.damping, gravity_compensation=False), self.dt)
+
+    def torque(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The safe torque at (q, v) (before clamping to the effort limits)."""
+        self.periods += 1
+        if self.action == "hold":
+            if self._hold is None:
+                self.start(q)
+            return self._hold(0.0, q, v)
+        v_joints = np.asarray(v, dtype=float)[self.robot.v_idx]
+        if self.action == "damping":
+            return -self.stale_damping * v_joints
         return np.zeros(len(v_joints))
-    raise ConfigError(f"stale_command_action = {action!r} is not one of: "
-                      + ", ".join(STALE_ACTIONS))
 
 
 class LockstepGate:

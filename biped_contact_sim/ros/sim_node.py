@@ -57,6 +57,8 @@ QOS_DEPTH = 10
 # every state; with 10 the oldest unacknowledged states were dropped for it after 10 periods.
 STATE_DEPTH = 200
 BATCH_BUDGET = 0.02  # [s] longest run of periods between two waits (services stay responsive)
+# The kernel modules the simulator runs (loaded at start-up, not in the first period)
+SIM_KERNELS = tuple(f"biped_contact_sim.{p}." for p in ("robot", "solvers", "contact", "sim"))
 
 
 class SimulatorNode(Node):
@@ -84,7 +86,7 @@ class SimulatorNode(Node):
         self.robot = robot = world.robot
         phase(f"robot {robot.name} ({robot.nv} DoF, {robot.n_points} contact points), "
               f"{self.config.contact_model} and the simulator built", "loading compiled kernels")
-        kernels, compiled = load_kernels(self.get_logger().info)
+        kernels, compiled = load_kernels(self.get_logger().info, SIM_KERNELS)
         phase(f"{kernels} compiled kernels loaded"
               + (f" ({compiled} compiled: run `biped-sim warm-up` once after installing)"
                  if compiled else " from numba's cache"), "creating topics and services")
@@ -231,10 +233,10 @@ class SimulatorNode(Node):
             stamp, names, _, _, effort = self.command_reader.read(data)
             reason = self.session.command(stamp, names, effort)
         except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
-            reason = f"joint_torque_cmd could not be read: {exc}"
+            reason = self.session.reject(f"joint_torque_cmd could not be read: {exc}")
         if reason is not None:
-            self.get_logger().error(f"Rejected joint_torque_cmd: {reason}",
-                                    throttle_duration_sec=REJECT_LOG_PERIOD)
+            self.get_logger().error(f"Rejected joint_torque_cmd ({self.session.rejected} so "
+                                    f"far): {reason}", throttle_duration_sec=REJECT_LOG_PERIOD)
 
     def on_reset(self, request: Trigger.Request, response: Trigger.Response):
         self.session.reset()

@@ -7,6 +7,7 @@ contact-model switch keeping the state, lockstep and real-time scheduling from
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from biped_contact_sim.errors import DivergenceError
 from biped_contact_sim.record import messages
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import load_robot_config
+from biped_contact_sim.ros.events import Event
 from biped_contact_sim.ros.params import SimNodeConfig, contact_model, scenario_options, substeps
 from biped_contact_sim.ros.robot_source import load_robot, robot_parameters
 from biped_contact_sim.ros.scheduling import (
@@ -26,7 +28,7 @@ from biped_contact_sim.ros.scheduling import (
     LockstepGate,
     Pacer,
     RealTimeMeter,
-    fallback_torque,
+    SafeCommand,
 )
 from biped_contact_sim.ros.topics import (
     CLOCK,
@@ -108,14 +110,6 @@ def build_world(config: SimNodeConfig, robot_overrides: Mapping[str, Any] | None
 
 
 @dataclass
-class Event:
-    """Something the node should log: severity (``info``/``warning``/``error``) and text."""
-
-    severity: str
-    text: str
-
-
-@dataclass
 class StateSample:
     """The measurement the simulator publishes every control period (one source for the
     ``joint_states``, ``odom``, ``contact_wrench/<foot>`` and ``/clock`` messages).
@@ -191,6 +185,7 @@ class SimSession:
         self.n_sub = substeps(config.control_period, config.dt)
         self.validator = CommandValidator(self.robot.actuated_joint_names)
         self.tracker = CommandTracker(config.max_command_delay, config.command_timeout)
+        self.safe = self._safe_command(config)
         self.gate = LockstepGate()
         self.pacer = Pacer(config.control_period, config.real_time_factor)
         self.meter = RealTimeMeter()
@@ -199,6 +194,7 @@ class SimSession:
         gravity = float(np.linalg.norm(self.robot.model.gravity.linear))
         self.force_scale = WEIGHT_ARROW_LENGTH / (self.robot.mass * gravity)
         self.events: list[Event] = []
+        self._log_times: dict[str, tuple[float, int]] = {}  # kind → (last logged, suppressed)
         self.paused = bool(config.start_paused)
         self.accepted = 0
         self.rejected = 0
@@ -219,6 +215,9 @@ class SimSession:
         self.late_commands = 0
         self.wait_time = 0.0
         self.waiting = False
+        self.holding = False  # lockstep: running on the safe command (the controller is gone)
+        self.hold_pacer: Pacer | None = None
+        self.gate_since = self.clock()  # wall time since which the gate awaits its command
         self.tracker.reset()
         self.gate.reset()
         self.meter.reset()
@@ -229,6 +228,24 @@ class SimSession:
         self.stamp = stamp_ns(self.sim.t)
         if self.config.lockstep:
             self.gate.expect(self.stamp)
+
+    def _safe_command(self, config: SimNodeConfig) -> SafeCommand:
+        return SafeCommand(self.robot, config.stale_command_action, config.hold_stiffness,
+                           config.hold_damping, config.stale_damping, config.control_period)
+
+    def note(self, kind: str, severity: str, text: str, every: float = 5.0) -> None:
+        """Queue a log line of ``kind`` at most once per ``every`` wall seconds; the ones
+        dropped in between are counted in the next (a condition that repeats every period is
+        one line, not a thousand a second)."""
+        now = self.clock()
+        last, suppressed = self._log_times.get(kind, (-math.inf, 0))
+        if now - last < every:
+            self._log_times[kind] = (last, suppressed + 1)
+            return
+        if suppressed:
+            text += f" ({suppressed} more since the last such line)"
+        self._log_times[kind] = (now, 0)
+        self.events.append(Event(severity, text))
 
     def set_paused(self, paused: bool) -> None:
         self.paused = bool(paused)
@@ -258,6 +275,12 @@ class SimSession:
             self.meter.add(wall, self.sim.t)
         self.tracker.timeout = config.command_timeout
         self.tracker.max_delay_ns = round(config.max_command_delay * 1e9)
+        if (config.stale_command_action, config.hold_stiffness, config.hold_damping,
+                config.stale_damping) != (old.stale_command_action, old.hold_stiffness,
+                                          old.hold_damping, old.stale_damping):
+            periods = self.safe.periods
+            self.safe = self._safe_command(config)
+            self.safe.periods = periods
         if (config.contact_model != old.contact_model
                 or config.contact.get(config.contact_model)
                 != old.contact.get(config.contact_model)):
@@ -277,15 +300,29 @@ class SimSession:
                       f"newest is stamped {self.stamp} ns)")
         if reason is None:
             if self.config.lockstep:
+                if self.holding and stamp != self.gate.expected:
+                    # a controller answers again (an older state: the hold ran on): stop here
+                    # and wait for its answer to the state now published (lockstep resumes)
+                    self.holding = False
+                    self.gate_since = self.clock()
+                    self.events.append(Event("info", "joint_torque_cmd again at t = "
+                                             f"{self.sim.t:.3f} s: lockstep resumes"))
+                    self.accepted += 1
+                    return None
                 reason = self.gate.offer(stamp, tau, self.clock() if wall is None else wall)
             else:
                 reason = self.tracker.feed(stamp, tau)
         if reason is not None:
-            self.rejected += 1
-            self.last_rejection = reason
-            return reason
+            return self.reject(reason)
         self.accepted += 1
         return None
+
+    def reject(self, reason: str) -> str:
+        """Count a rejected command (also one that could not even be read) and keep its
+        reason; returns it."""
+        self.rejected += 1
+        self.last_rejection = reason
+        return reason
 
     def _free_torque(self, wall: float) -> np.ndarray | None:
         """Torque for the next period when free running; None to wait for a late command."""
@@ -294,28 +331,27 @@ class SimSession:
         if state == CommandTracker.NONE and self.config.wait_for_first_command:
             state = CommandTracker.LATE
         changed = tracker.transition()
-        action = self.config.stale_command_action
-        what = ("zero torque" if action == "zero" else
-                f"joint damping {self.config.stale_damping:g} N m s/rad")
+        what = self.safe.describe()
+        if changed in (CommandTracker.STALE, CommandTracker.NONE):
+            self.safe.start(self.sim.q)  # hold the posture the robot has now
         if changed == CommandTracker.STALE:
-            self.events.append(Event("warning", f"No joint_torque_cmd answering a recent state "
-                                     f"for {tracker.timeout:g} s of wall time (command_timeout) "
-                                     f"at t = {self.sim.t:.3f} s: applying {what}"))
+            self.note("stale", "warning", f"No joint_torque_cmd answering a recent state for "
+                      f"{tracker.timeout:g} s of wall time (command_timeout) at t = "
+                      f"{self.sim.t:.3f} s: applying {what}")
         elif changed == CommandTracker.FRESH:
-            self.events.append(Event("info", f"Receiving joint_torque_cmd (t = {self.sim.t:.3f} "
-                                     "s)"))
+            self.note("fresh", "info", f"Receiving joint_torque_cmd (t = {self.sim.t:.3f} s)")
         elif changed == CommandTracker.LATE and tracker.stamp is not None:
-            self.events.append(Event("info", f"joint_torque_cmd late at t = {self.sim.t:.3f} s: "
-                                     "waiting for the controller (the simulated clock slows)"))
+            self.note("late", "info", f"joint_torque_cmd late at t = {self.sim.t:.3f} s: "
+                      "waiting for the controller (the simulated clock slows)")
         elif changed == CommandTracker.NONE:
-            self.events.append(Event("info", f"No joint_torque_cmd yet: applying {what} until "
-                                     "one arrives"))
+            self.note("none", "info", f"No joint_torque_cmd yet: applying {what} until one "
+                      "arrives")
         self.waiting = state == CommandTracker.LATE
         if self.waiting:
             return None
         if state == CommandTracker.FRESH:
             return tracker.tau
-        return fallback_torque(action, self.sim.v[self.robot.v_idx], self.config.stale_damping)
+        return self.safe.torque(self.sim.q, self.sim.v)
 
     # ------------------------------------------------------------------ stepping
     def run_period(self, tau: np.ndarray) -> bool:
@@ -359,7 +395,7 @@ class SimSession:
         pacer = self.pacer
         if self.config.lockstep:
             if not self.gate.ready:
-                return 0
+                return self._hold_periods(wall, budget, max_periods)
             due = pacer.next_due(self.sim.t)
             if due is not None:
                 if wall < due:
@@ -372,6 +408,7 @@ class SimSession:
             if not self.run_period(self.gate.take()):
                 return 0
             self.gate.expect(self.stamp)
+            self.gate_since = self.clock()
             return 1
         n_due = pacer.due(wall, self.sim.t)
         if max_periods is not None:
@@ -389,12 +426,50 @@ class SimSession:
         self.wait_time = self.tracker.wait_time
         return done
 
+    def _hold_timed_out(self, wall: float) -> bool:
+        """Lockstep: the awaited command has not come for ``lockstep_timeout`` wall seconds,
+        after commands had come (a controller that died; not one that is still starting)."""
+        timeout = self.config.lockstep_timeout
+        return (self.holding or (self.accepted > 0 and timeout > 0.0
+                                 and wall - self.gate_since > timeout))
+
+    def _hold_periods(self, wall: float, budget: float, max_periods: int | None) -> int:
+        """Lockstep without its command for ``lockstep_timeout``: the safe command (a joint
+        hold by default) at the real-time factor (1 when as fast as possible), each period's
+        state published and awaited; a command answering one of them ends it (``command``)."""
+        if not self._hold_timed_out(wall):
+            return 0
+        if not self.holding:
+            self.holding = True
+            self.safe.start(self.sim.q)
+            self.hold_pacer = Pacer(self.config.control_period,
+                                    self.config.real_time_factor or 1.0)
+            self.hold_pacer.hold(wall, self.sim.t)
+            self.note("lockstep_hold", "warning", "No joint_torque_cmd for the published state "
+                      f"in {self.config.lockstep_timeout:g} s of wall time (lockstep_timeout) at "
+                      f"t = {self.sim.t:.3f} s: applying {self.safe.describe()} until a "
+                      "controller answers")
+        n_due = self.hold_pacer.due(wall, self.sim.t)
+        if max_periods is not None:
+            n_due = min(n_due, max_periods)
+        done = 0
+        while done < n_due and self.clock() - wall < budget:
+            if not self.run_period(self.safe.torque(self.sim.q, self.sim.v)):
+                break
+            self.gate.expect(self.stamp)
+            done += 1
+        return done
+
     def next_wakeup(self) -> float | None:
         """Wall time at which :meth:`tick` may run the next period without a new message (None:
         only a message can make it run: a command, a service call)."""
         if self.paused or self.error is not None:
             return None
         if self.config.lockstep and not self.gate.ready:
+            if self.holding:
+                return self.hold_pacer.next_due(self.sim.t)
+            if self.accepted > 0 and self.config.lockstep_timeout > 0.0:
+                return self.gate_since + self.config.lockstep_timeout
             return None
         if not self.config.lockstep and self.waiting:
             start = self.tracker.wait_start
@@ -487,11 +562,15 @@ class SimSession:
             level, message = DIAG_ERROR, f"diverged: {self.error} (call ~/reset)"
         elif self.paused:
             message = "paused"
+        elif self.config.lockstep and self.holding:
+            level, message = DIAG_WARN, (f"lockstep: no command for lockstep_timeout: applying "
+                                         f"the safe command ({self.safe.describe()})")
         elif self.config.lockstep and not self.gate.ready:
             message = "lockstep: waiting for the command of the published state"
-        elif not self.config.lockstep and self.tracker.state == CommandTracker.STALE:
-            level, message = DIAG_WARN, (f"torque command stale: applying "
-                                         f"{self.config.stale_command_action} torque")
+        elif not self.config.lockstep and self.tracker.state in (CommandTracker.STALE,
+                                                                 CommandTracker.NONE):
+            level, message = DIAG_WARN, (f"torque command {self.tracker.state}: applying the "
+                                         f"safe command ({self.safe.describe()})")
         elif not self.config.lockstep and self.waiting:
             message = ("waiting for a late joint_torque_cmd" if self.tracker.stamp is not None
                        else "waiting for the first joint_torque_cmd")
@@ -523,7 +602,10 @@ def sim_status_values(session: SimSession) -> dict[str, Any]:
         "mean_step_us": 1e6 * session.step_time / session.steps if session.steps else None,
         "lockstep": session.config.lockstep,
         "paused": session.paused,
-        "command_state": "lockstep" if session.config.lockstep else session.tracker.state,
+        "command_state": ("hold" if session.holding else "lockstep") if session.config.lockstep
+        else session.tracker.state,
+        "safe_command": session.config.stale_command_action,
+        "safe_command_periods": session.safe.periods,
         "commands_accepted": session.accepted,
         "commands_rejected": session.rejected,
         "last_rejection": session.last_rejection,

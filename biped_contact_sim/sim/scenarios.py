@@ -184,9 +184,18 @@ def _standing_state(robot, params):
 
 
 def _push(params):
-    """A lateral push on the pelvis (+y), ``push_force`` N for ``push_duration`` s."""
+    """A horizontal push on the pelvis, ``push_force`` N for ``push_duration`` s, towards
+    ``push_direction_deg`` (from +x, forward, to +y, left; the default 90° is the lateral
+    push). Multiples of 90° give exact components (cos 90° is 0, not 6e-17)."""
     start = params["push_time"]
-    return [ExternalForce("pelvis", (0.0, params["push_force"], 0.0), start,
+    angle = params["push_direction_deg"]
+    quarter = angle / 90.0
+    if quarter == round(quarter):
+        c, s = ((1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0))[round(quarter) % 4]
+    else:
+        c, s = float(np.cos(np.radians(angle))), float(np.sin(np.radians(angle)))
+    force = params["push_force"]
+    return [ExternalForce("pelvis", (force * c, force * s, 0.0), start,
                           start + params["push_duration"])]
 
 
@@ -334,10 +343,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",
         biped=True, behavior="sway", contacts=GEOMETRY),
     Scenario(
-        "push", "3-D biped standing under whole-body control, pushed sideways on the pelvis; "
-        "must recover without a step or a lifting foot.", "biped3d", duration=4.0, dt=1e-3,
+        "push", "3-D biped standing under whole-body control, pushed on the pelvis (sideways by "
+        "default); must recover without a step or a lifting foot.", "biped3d", duration=4.0,
+        dt=1e-3,
         params={"mu": Param(0.8, "friction coefficient", lo=0.0),
-                "push_force": Param(50.0, "lateral (+y) push on the pelvis [N]"),
+                "push_force": Param(50.0, "horizontal push on the pelvis [N]"),
+                "push_direction_deg": Param(90.0, "direction of the push from +x (forward) "
+                                            "towards +y (left) [deg]; 90: lateral"),
                 "push_time": Param(1.0, "start of the push [s]", lo=0.0),
                 "push_duration": Param(0.1, "length of the push [s]", lo=0.0)},
         initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",

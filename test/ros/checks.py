@@ -232,10 +232,74 @@ def check_bad_commands_are_rejected(rec: Recorder, joint_names: list[str],
     assert all(np.all(np.isfinite(m.effort)) for m in probe.since("joint_states", before))
 
 
+def check_wrong_length_after_a_valid_command_is_counted(rec: Recorder,
+                                                        joint_names: list[str]) -> None:
+    """A valid command, then the same names with too few efforts (the validator's fast path)
+    and one stamped in the future: both rejected and counted with their reasons."""
+    probe = rec.probe
+    pub = probe.publisher("joint_torque_cmd", JointState)
+    assert probe.wait_for_subscribers(pub)
+    js = probe.received["joint_states"]
+    rec.latest_stamp()
+    _, _, values = latest_status(probe, SIM_STATUS_NAME, time.monotonic(), 30.0)
+    rejected0 = int(values["commands_rejected"])
+    msg = js[-1]
+    n = len(joint_names)
+    pub.publish(command(joint_names, [0.0] * n, msg.header.stamp))
+    pub.publish(command(joint_names, [0.0] * (n - 2), msg.header.stamp))
+    future = command(joint_names, [0.0] * n, msg.header.stamp)
+    future.header.stamp.sec += 100
+    pub.publish(future)
+    _, _, values = latest_status(probe, SIM_STATUS_NAME, time.monotonic(), 30.0,
+                                 lambda lv, m, v: int(v["commands_rejected"]) >= rejected0 + 2)
+    assert int(values["commands_rejected"]) == rejected0 + 2
+    assert "answers no published state" in values["last_rejection"]
+
+
+def check_controller_rejects_malformed_inputs(probe: Probe, joint_names: list[str],
+                                              feet: tuple[str, ...] = FEET) -> None:
+    """Malformed messages on every topic the controller reads — joint states of the wrong
+    length, with NaN, lacking a joint; odometry with NaN; a wrench with NaN — are each
+    rejected and counted on its /diagnostics, and the node stays up."""
+    pubs = {"joint_states": probe.publisher("joint_states", JointState),
+            "odom": probe.publisher("odom", Odometry)}
+    for foot in feet:
+        pubs[foot] = probe.publisher(f"contact_wrench/{foot}", WrenchStamped)
+    probe.record("/diagnostics", DiagnosticArray)
+    for pub in pubs.values():
+        assert probe.wait_for_subscribers(pub)
+    _, _, values = latest_status(probe, CONTROLLER_STATUS_NAME, time.monotonic(), 30.0)
+    before = int(values["inputs_rejected"])
+    n = len(joint_names)
+    bad = [("joint_states", JointState(name=joint_names, position=[0.0] * (n - 1),
+                                       velocity=[0.0] * n)),
+           ("joint_states", JointState(name=joint_names, position=[float("nan")] * n,
+                                       velocity=[0.0] * n)),
+           ("joint_states", JointState(name=joint_names[1:], position=[0.0] * (n - 1),
+                                       velocity=[0.0] * (n - 1)))]
+    zero = Odometry()
+    zero.pose.pose.orientation.w = 0.0  # a zero quaternion is no orientation
+    bad.append(("odom", zero))
+    odom = Odometry()
+    odom.pose.pose.orientation.w = float("nan")
+    bad.append(("odom", odom))
+    wrench = WrenchStamped()
+    wrench.wrench.force.z = float("nan")
+    bad.append((feet[0], wrench))
+    for topic, msg in bad:
+        pubs[topic].publish(msg)
+    _, _, values = latest_status(probe, CONTROLLER_STATUS_NAME, time.monotonic(), 30.0,
+                                 lambda lv, m, v: int(v["inputs_rejected"]) >= before + len(bad))
+    assert int(values["inputs_rejected"]) == before + len(bad), values
+    assert values["last_input_rejection"]
+    # still up: it answers a status again
+    latest_status(probe, CONTROLLER_STATUS_NAME, time.monotonic(), 30.0)
+
+
 def check_silent_controller_gets_the_stale_action(rec: Recorder, joint_names: list[str]) -> None:
     """Free running: a command answering the newest state is applied; when no newer one comes
-    the simulator waits (late) and after command_timeout applies the stale action (zero torque)
-    and runs on."""
+    the simulator waits (late) and after command_timeout applies the safe command (a joint hold
+    on the posture it had, by default) and runs on, saying so on /diagnostics."""
     probe = rec.probe
     pub = probe.publisher("joint_torque_cmd", JointState)
     assert probe.wait_for_subscribers(pub)
@@ -248,9 +312,13 @@ def check_silent_controller_gets_the_stale_action(rec: Recorder, joint_names: li
                                  lambda lv, m, v: v["command_state"] == "stale")
     assert int(values["late_commands"]) >= 1
     stale_at = stamp_ns(js[-1])
+    assert values["safe_command"] == "hold"
     assert probe.spin_until(lambda: stamp_ns(js[-1]) > stale_at + 10 * NS // 1000, 30.0), \
         "the simulation does not run on after the stale action"
-    assert list(js[-1].effort) == [0.0] * len(joint_names)  # stale_command_action zero
+    # the hold: a PD on the posture it started at (not 0.5 N m everywhere, not zero torque)
+    effort = np.array(js[-1].effort)
+    assert np.all(np.isfinite(effort)) and not np.allclose(effort, 0.5) \
+        and np.abs(effort).max() > 0.0
 
 
 # --------------------------------------------------------------------------------- parameters

@@ -98,7 +98,7 @@ class NodeProcess:
     """One node process (module docstring).
 
     Args:
-        kind: ``simulator`` or ``controller``.
+        kind: ``simulator``, ``controller`` or ``composed`` (both nodes in one process).
         domain: ROS domain id (None: the environment's).
         overrides: parameter values given after the params files (as a launch file's dict).
         robot: robot config name (``config/<robot>.yaml`` is the first params file).
@@ -107,9 +107,11 @@ class NodeProcess:
     """
 
     EXECUTABLES: ClassVar[dict[str, str]] = {"simulator": "simulator_node",
-                                             "controller": "controller_node"}
-    NODE_FILES: ClassVar[dict[str, str]] = {"simulator": "sim_node.yaml",
-                                            "controller": "controller_node.yaml"}
+                                             "controller": "controller_node",
+                                             "composed": "composed_node"}
+    NODE_FILES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "simulator": ("sim_node.yaml",), "controller": ("controller_node.yaml",),
+        "composed": ("sim_node.yaml", "controller_node.yaml")}
 
     def __init__(self, kind: str, domain: int | None, overrides: dict[str, Any] | None = None,
                  robot: str = "biped3d", node_files: bool = True,
@@ -125,7 +127,8 @@ class NodeProcess:
         share = share_dir()
         args = [exe, "--ros-args", "--params-file", str(share / "config" / f"{robot}.yaml")]
         if node_files:
-            args += ["--params-file", str(share / "config" / self.NODE_FILES[kind])]
+            for name in self.NODE_FILES[kind]:
+                args += ["--params-file", str(share / "config" / name)]
         if overrides:
             path = self.dir / "overrides.yaml"
             path.write_text(yaml.safe_dump({"/**": {"ros__parameters": dict(overrides)}}))

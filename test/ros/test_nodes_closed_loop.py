@@ -22,13 +22,15 @@ from checks import (
     Recorder,
     check_closed_loop,
     check_controller_answers_a_recorded_stream,
+    check_controller_rejects_malformed_inputs,
     check_messages_agree_with_the_model,
     check_standing_wrenches_carry_the_weight,
     check_topics_at_their_rates,
     latest_status,
 )
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PointStamped
-from harness import RosTest, robot_joint_names, stamp_ns
+from harness import NS, RosTest, robot_joint_names, stamp_ns
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -105,8 +107,8 @@ def test_closed_loop_at_real_time(ros, behavior, controller):
 def test_free_running_real_time_loop_waits_for_late_commands(ros):
     """Free running at real_time_factor 1, a controller slower than 1 kHz: the simulator waits
     for late commands (counted) instead of holding stale torques, and the robot stands. The
-    wait is bounded by command_timeout (wall clock, 0.25 s by default, then zero torque: the
-    stale action, checked in test_nodes_simulator.py); on a loaded machine a controller
+    wait is bounded by command_timeout (wall clock, 0.25 s by default, then the safe command,
+    a joint hold: checked in test_nodes_simulator.py); on a loaded machine a controller
     process can be kept off the CPU that long, so the bound here is 10 s."""
     start_loop(ros, "stand", "wbc", real_time_factor=1.0, lockstep=False,
                wait_for_first_command=True, command_timeout=10.0)
@@ -190,3 +192,73 @@ def test_geometry_contacts_in_the_closed_loop(ros):
     assert int(values["commands_rejected"]) == 0, values["last_rejection"]
     assert values["diverged"] == ""
     print(f"\ngeometry contacts, stand/ctc: sole forces / m g = {ratio:.4f}")
+
+
+def final_state(probe, duration: float) -> tuple:
+    """Positions and velocities of the first joint_states at simulated time ``duration``."""
+    states = probe.record("joint_states", JointState, depth=1000)
+    end = round(duration * 1e9)
+    assert probe.spin_until(lambda: states and stamp_ns(states[-1]) >= end, 600.0)
+    msg = next(m for m in states if stamp_ns(m) >= end)
+    return stamp_ns(msg), tuple(msg.position), tuple(msg.velocity)
+
+
+def test_composed_process_runs_the_same_closed_loop():
+    """composed_node (both nodes in one process, one wait set) in lockstep as fast as possible:
+    the same commands, checks and — lockstep being deterministic — the same state at t = 1 s
+    as the two processes."""
+    states = {}
+    for kind in ("composed", "separate"):
+        env = RosTest()
+        try:
+            if kind == "composed":
+                env.start("composed", lockstep=True, real_time_factor=0.0)
+            else:
+                start_loop(env, "stand", "wbc", lockstep=True, real_time_factor=0.0)
+            states[kind] = final_state(env.probe, 1.0)
+            r = check_closed_loop(env.probe, 1.2, MIN_BASE_HEIGHT, timeout=600.0)
+            assert r.commands >= 1199
+            report(f"lockstep, {kind}", "stand", "wbc", r)
+        finally:
+            problems = env.close()
+        assert not problems, "\n".join(problems)
+    assert states["composed"] == states["separate"]
+
+
+def test_controller_rejects_malformed_inputs_and_stays_up(ros):
+    start_loop(ros, "stand", "wbc", lockstep=True, real_time_factor=1.0)
+    check_controller_rejects_malformed_inputs(ros.probe, robot_joint_names())
+
+
+def test_a_killed_controller_leaves_the_robot_on_the_hold_and_a_new_one_resumes_lockstep():
+    """Lockstep at real time: the controller is killed (SIGKILL, no goodbye): after
+    lockstep_timeout the simulator runs the robot on its joint hold, standing; a restarted
+    controller's commands resume lockstep — no reset: the simulated time goes on."""
+    env = RosTest()
+    try:
+        env.start("simulator", scenario="stand", lockstep=True, real_time_factor=1.0,
+                  lockstep_timeout=1.0)
+        first = env.start("controller", controller="wbc", behavior="stand")
+        probe = env.probe
+        odom = probe.record("odom", Odometry, depth=1000)
+        probe.record("/diagnostics", DiagnosticArray)
+        assert probe.spin_until(lambda: odom and stamp_ns(odom[-1]) > NS // 2, 300.0)
+        first.proc.kill()
+        first.wait(10.0)
+        env.processes = [(p, c) for p, c in env.processes if p is not first]
+        killed_at = stamp_ns(odom[-1])
+        _, _, hold = latest_status(probe, SIM_STATUS_NAME, time.monotonic(), 60.0,
+                                   lambda lv, m, v: v["command_state"] == "hold")
+        assert probe.spin_until(lambda: stamp_ns(odom[-1]) > killed_at + NS, 60.0), \
+            "the hold does not run the robot on"
+        assert min(m.pose.pose.position.z for m in odom[-200:]) > MIN_BASE_HEIGHT
+        env.start("controller", controller="wbc", behavior="stand")
+        _, _, resumed = latest_status(probe, SIM_STATUS_NAME, time.monotonic(), 300.0,
+                                      lambda lv, m, v: v["command_state"] == "lockstep"
+                                      and int(v["commands_accepted"])
+                                      > int(hold["commands_accepted"]) + 100)
+        assert float(resumed["sim_time_s"]) > killed_at / NS  # no reset
+        assert min(m.pose.pose.position.z for m in odom) > MIN_BASE_HEIGHT
+    finally:
+        problems = env.close()
+    assert not problems, "\n".join(problems)

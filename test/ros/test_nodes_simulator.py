@@ -18,13 +18,14 @@ from checks import (
     check_parameters_reach_the_node,
     check_pause_and_reset,
     check_silent_controller_gets_the_stale_action,
+    check_wrong_length_after_a_valid_command_is_counted,
 )
 from harness import robot_joint_names
 
 from biped_contact_sim.contact import CONTACT_MODELS
 
-# A limp biped (zero torque) on `stand` collapses: the tests of a simulator without a
-# controller run it slowly, so that it is still standing or falling when they check.
+# Without a controller the simulator runs on its safe command (a joint hold); the tests of a
+# simulator alone run it slowly, so that a check sees the periods it waits for.
 SLOW = {"real_time_factor": 0.25}
 
 
@@ -43,6 +44,12 @@ def test_every_override_reaches_the_simulator(ros):
 def test_bad_commands_are_rejected_and_the_node_keeps_running(ros):
     ros.start("simulator", **SLOW)
     check_bad_commands_are_rejected(Recorder(ros.probe), robot_joint_names())
+
+
+def test_wrong_length_after_a_valid_command_is_rejected_and_counted(ros):
+    ros.start("simulator", **SLOW)
+    check_wrong_length_after_a_valid_command_is_counted(Recorder(ros.probe),
+                                                        robot_joint_names())
 
 
 def test_silent_controller_gets_the_stale_action_after_the_timeout(ros):
