@@ -109,7 +109,7 @@ def test_ctc_static_double_support_splits_weight():
 def test_ctc_settings_validated():
     robot = RobotModel.load("planar_biped")
     beh = Fixed(Reference(stance=()))
-    with pytest.raises(ConfigError, match=re.escape("ctc.kp = -1.0 must be >= 0")):
+    with pytest.raises(ConfigError, match=re.escape("ctc.kp = -1.0 must be finite and >= 0")):
         make_controller("ctc", robot, beh, 1e-3, kp=-1.0)
     with pytest.raises(ConfigError, match="Unknown setting"):
         make_controller("ctc", robot, beh, 1e-3, gain=1.0)

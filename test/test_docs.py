@@ -11,15 +11,35 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_python_api_example_runs_and_the_feet_carry_the_weight():
+def python_api_examples() -> list[str]:
+    """The ``python`` code blocks of docs/python_api.md, as printed."""
     text = (ROOT / "docs" / "python_api.md").read_text()
-    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=ROOT).stdout
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def run_example(code: str) -> str:
+    """Run an example in a fresh interpreter; its stdout (stderr shown if it fails)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_python_api_example_runs_and_the_feet_carry_the_weight():
+    out = run_example(python_api_examples()[0])
     carried, weight = map(float, re.search(r"feet carry ([\d.]+) N of ([\d.]+) N", out).groups())
     # at rest on the ground half a second after a 2 cm drop: Σ f_n = m g
     assert carried == pytest.approx(weight, rel=0.02)
     assert "ZMP [" in out
+
+
+def test_python_api_controller_example_runs_and_refuses_a_nan():
+    examples = python_api_examples()
+    assert len(examples) == 2  # the simulator's and the controller's, each tested here
+    out = run_example(examples[1])
+    torques = re.search(r"torques \[N·m\]: \[([^\]]*)\]", out).group(1).split()
+    assert len(torques) == 14 and any(abs(float(x)) > 1.0 for x in torques)  # it holds a weight
+    assert "refused: measurement.v[6] = nan must be finite" in out
 
 
 def cited_sections():

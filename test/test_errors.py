@@ -40,7 +40,7 @@ def test_unstable_penalty_fl_settings_refused():
     with pytest.raises(ConfigError, match="dt²·kp"):
         Simulator(robot, make_contact_model("penalty_fl", kp=1e7, kv=10.0),
                   settings=SimSettings(1e-3))
-    with pytest.raises(ConfigError, match=r"penalty_fl\.kv = -1\.0 must be > 0"):
+    with pytest.raises(ConfigError, match=r"penalty_fl\.kv = -1\.0 must be finite and > 0"):
         make_contact_model("penalty_fl", kv=-1.0)
 
 
@@ -110,7 +110,7 @@ def test_torques_are_clamped_to_effort_limits():
 @pytest.mark.parametrize(("sets", "match"), [
     ({"mu": "abc"}, "--set mu='abc': expected a float"),
     ({"contact.kv": "abc"}, "penalty_fl.kv = 'abc' must be a number"),
-    ({"controller.kp": -1.0}, r"controller\.kp = -1\.0 must be >= 0"),
+    ({"controller.kp": -1.0}, r"controller\.kp = -1\.0 must be finite and >= 0"),
     ({"controller.omega": 1.0}, "Allowed: controller.kp"),
 ])
 def test_badly_typed_set_values_are_config_errors(sets, match):

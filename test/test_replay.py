@@ -81,4 +81,4 @@ def test_live_view_serves_the_scene_and_follows_the_run():
             view.frame(sample)
     finally:
         view.close()
-    assert view.vis.window.server_proc.poll() is not None  # the server is gone
+    assert view.server.poll() is not None  # the server is gone

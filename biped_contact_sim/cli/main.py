@@ -2,7 +2,8 @@
 
     biped-sim run SCENARIO [--contact-model NAME] [--controller NAME] [--robot NAME|FILE]
                            [--duration S] [--dt S] [--record-rate HZ] [--out DIR]
-                           [--set key=value ...] [--view] [--no-plots] [--paper-figures]
+                           [--set key=value ...] [--view] [--view-address ADDR]
+                           [--no-plots] [--paper-figures]
     biped-sim compare [SCENARIO ...] --out DIR [--duration S] [--jobs N] [--set key=value ...]
     biped-sim bench [--out DIR] [--steps N] [--loop-steps N] [--scenario NAME]
                     [--peer mujoco|none] [--smoke] [--scaling]
@@ -15,8 +16,10 @@
 
 Exit codes (``EXIT_*``): 0 success; 1 a run diverged (its outputs are still written,
 ``summary.json`` says where in ``error``); 2 invalid command line, names or settings
-(``error: <message>`` on stderr); 3 the output folder cannot be written; 130 interrupted by
-Ctrl-C (what was simulated is written, ``summary.json`` has ``"interrupted": true``).
+(``error: <message>`` on stderr); 3 the output folder cannot be written or another run holds
+it; 128 + the signal's number when a signal stopped ``run`` (130 Ctrl-C, 143 SIGTERM, 129
+SIGHUP: what was simulated is written, ``summary.json`` says ``"outcome": "interrupted"`` or
+``"terminated"``; cli/stopping.py).
 
 Imports are deferred to the command that needs them, so that ``--help`` and ``--version`` do
 not load pinocchio, numba or matplotlib.
@@ -33,7 +36,6 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
-import signal
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -50,6 +52,8 @@ EXIT_DIVERGED = 1
 EXIT_CONFIG = 2
 EXIT_OUTPUT = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_HANGUP = 129  # 128 + SIGHUP
 
 # Names the parser shows without importing the layers that define them (test_cli checks that
 # they match runner.DEFAULT_CONTACT_MODEL and simulator.INTEGRATORS).
@@ -139,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Biped contact simulation without ROS 2: run a scenario, compare the "
                     "contact models, benchmark them, or list what exists.",
         epilog="Exit codes: 0 ok, 1 diverged, 2 usage or settings error, 3 output folder not "
-               "writable, 130 interrupted (Ctrl-C; what was simulated is written).")
+               "writable or held by another run, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP "
+               "(what was simulated is written).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress bars or status lines (results and errors only)")
@@ -175,11 +180,17 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
                        help=f"refuse runs of more physics steps (default {DEFAULT_MAX_STEPS})")
     p_run.add_argument("--out", type=Path, metavar="DIR",
-                       help="output folder (default runs/<scenario>-<model>); our previous "
-                            "outputs in it are replaced")
+                       help="output folder (default runs/<scenario>-<model>); the files the "
+                            "previous run wrote there are replaced, nothing else; refused "
+                            "while another run writes there")
     add_sets(p_run)
     p_run.add_argument("--view", action="store_true",
-                       help="show the run live in the browser (a local meshcat server)")
+                       help="show the run live in the browser (a meshcat server on 127.0.0.1, "
+                            "ended with the run)")
+    p_run.add_argument("--view-address", metavar="ADDR",
+                       help="address the --view server listens on instead of 127.0.0.1 (this "
+                            "machine only), e.g. 0.0.0.0 for every interface: anyone who "
+                            "reaches the port sees the run (implies --view)")
     p_run.add_argument("--no-replay", action="store_true", help="skip replay.html")
     p_run.add_argument("--no-plots", action="store_true", help="skip plots/*.png")
     p_run.add_argument("--paper-figures", action="store_true",
@@ -264,10 +275,17 @@ def main(argv: list[str] | None = None) -> int:
     progress.set_quiet(args.quiet)
     commands = {"run": cmd_run, "compare": cmd_compare, "bench": cmd_bench, "list": cmd_list,
                 "sweep": cmd_sweep, "warm-up": cmd_warm_up}
-    from biped_contact_sim.record.recorder import OutputError
+    from biped_contact_sim.cli.stopping import Aborted
+    from biped_contact_sim.record.outdir import OutputError
 
     try:
         return commands[args.command](args)
+    except Aborted as exc:  # a signal before or after the simulation, or a second one
+        try:
+            print(f"aborted by {exc.name}", file=sys.stderr)
+        except OSError:
+            pass
+        return exc.exit_code
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -304,126 +322,12 @@ def cmd_warm_up(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class _StopOnSigint:
-    """The first Ctrl-C asks the run to stop after its current step (outputs are written);
-    a second one interrupts at once (KeyboardInterrupt)."""
-
-    def __init__(self) -> None:
-        self.requested = False
-
-    def __call__(self) -> bool:
-        return self.requested
-
-    def handle(self, signum, frame) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print("\ninterrupted: stopping after this step and writing what was simulated "
-              "(Ctrl-C again to abort at once)", file=sys.stderr, flush=True)
-
-    def __enter__(self) -> _StopOnSigint:
-        self._previous = signal.signal(signal.SIGINT, self.handle)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        signal.signal(signal.SIGINT, self._previous)
-
-
-def _check_run_args(args: argparse.Namespace) -> None:
-    """Numeric options of ``run`` (the simulator checks dt and the scenario its keys)."""
-    import math
-
-    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
-        raise ConfigError(f"--duration {args.duration!r} must be a number > 0 [s]")
-    if args.record_rate is not None and not (math.isfinite(args.record_rate)
-                                             and args.record_rate > 0):
-        raise ConfigError(f"--record-rate {args.record_rate!r} must be a number > 0 [Hz]")
-    if args.max_steps < 1:
-        raise ConfigError(f"--max-steps {args.max_steps} must be >= 1")
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    """``biped-sim run``: one run, streamed to disk, then its plots and key numbers."""
-    _check_run_args(args)
-    sets = parse_sets(args.sets)
-    if args.robot is not None:
-        sets["robot"] = args.robot
-    from biped_contact_sim.record.buffer import DecimatingBuffer
-    from biped_contact_sim.record.recorder import StreamingRecorder, prepare_out_dir
+    """``biped-sim run``: one run, streamed to disk, then its plots and key numbers
+    (cli/run_command.py)."""
+    from biped_contact_sim.cli.run_command import run_command
 
-    model = args.contact_model or DEFAULT_CONTACT_MODEL
-    out = args.out or Path("runs") / f"{args.scenario}-{model}"
-    prepare_out_dir(out)  # a bad --out fails now, not after the run
-    progress.note("loading the robot, the contact model and the controller...")
-    from biped_contact_sim.cli.runner import PROGRESS_CHUNK, RUN_RECORD_RATE, Run
-
-    session = Run(args.scenario, args.contact_model, args.controller, args.duration, args.dt,
-                  args.integrator, sets, args.record_rate, default_record_rate=RUN_RECORD_RATE)
-    if session.n_steps > args.max_steps:
-        raise ConfigError(f"{session.n_steps} steps (duration {session.result.duration:g} s / "
-                          f"dt {session.sim.dt:g} s) exceed the limit of {args.max_steps}; "
-                          f"pass --max-steps {session.n_steps} to run them anyway")
-    result = session.result
-    result.samples = DecimatingBuffer()  # what plots and metrics keep: bounded
-    recorder = StreamingRecorder(out, replay=not args.no_replay, view=args.view)
-    session.on_sample = lambda sample: recorder(result, sample)
-    try:
-        with _StopOnSigint() as stop:
-            bar = progress.progress_bar(session.n_steps,
-                                        f"{result.scenario.name}/{session.sim.contact.name}")
-            while session.advance(PROGRESS_CHUNK):
-                bar.update(session.k - bar.n)
-                if stop():
-                    result.interrupted = True
-                    break
-            bar.update(session.k - bar.n)
-            bar.close()
-            session.finish()
-            progress.note(f"writing summary.json{'' if args.no_replay else ' and replay.html'}"
-                          "...")
-            paths = recorder.finish(result)
-    finally:
-        recorder.close()
-    for warning in recorder.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    written = [p.name for p in paths.values()]
-    if not args.no_plots and not result.interrupted and result.samples:
-        from biped_contact_sim.cli import plots
-
-        progress.note("plotting" + (" (with the papers' extra runs)" if args.paper_figures
-                                    else "") + "...")
-        figures = plots.make_plots(result, out, extra_runs=args.paper_figures)
-        written.append(f"{plots.PLOTS_DIR}/ ({len(figures)} figures)")
-    summary = result.summary()
-    print(f"results in {out}/: " + ", ".join(written))
-    for key in ("steps", "duration_s", "wall_time_s", "real_time_factor", "mean_step_us",
-                "max_penetration_m", "max_cone_violation_N", "min_normal_force_N", "fell",
-                "zmp_in_support_fraction"):
-        if summary.get(key) is not None:
-            print(f"  {key:24s} {_fmt(summary[key])}")
-    for key, value in summary["metrics"].items():
-        print(f"  {key:24s} {_fmt(value)}")
-    energy = summary["energy_balance"]
-    if energy:  # Σ work − ΔE = dissipated (runner.energy_balance); created energy is a warning
-        print(f"  {'energy_dissipated_J':24s} {_fmt(energy['dissipated_J'])}  (work of torques "
-              f"{_fmt(energy['work_torques_J'])}, external {_fmt(energy['work_external_J'])}, "
-              f"ΔE {_fmt(energy['delta_energy_J'])})")
-        if "contact_work_J" in energy:  # sim.step_energy: the contacts' share, per step
-            print(f"  {'contact_work_J':24s} {_fmt(energy['contact_work_J'])}  (largest step "
-                  f"{_fmt(energy['contact_work_max_step_J'])}, restitution and recovery "
-                  f"{_fmt(energy['contact_separation_J'])})")
-    print(f"  {'outcome':24s} {summary['outcome']}")
-    for warning in summary["warnings"]:  # solver events, energy created (runner)
-        if warning != result.error:
-            print(f"warning: {warning}", file=sys.stderr)
-    if result.interrupted:
-        print(f"interrupted at t = {summary['duration_s']:.4g} s; outputs hold what was "
-              "simulated", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    if result.error:
-        print(f"error: the run diverged: {result.error}", file=sys.stderr)
-        return EXIT_DIVERGED
-    return EXIT_OK
+    return run_command(args)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -54,13 +54,17 @@ class _LogProgress:
 
 
 class _Silent:
-    """A progress object that reports nothing."""
+    """A progress object that reports nothing (tqdm's ``total``, ``n``, ``update``, ``refresh``
+    and ``close``: ``run_parallel`` grows ``total`` as its workers report their runs)."""
 
-    def __init__(self) -> None:
-        self.n = 0
+    def __init__(self, total: int = 0) -> None:
+        self.total, self.n = total, 0
 
     def update(self, count: int = 1) -> None:
         self.n += count
+
+    def refresh(self) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -79,7 +83,7 @@ def progress_bar(total: int, desc: str, unit: str = "step") -> Any:
         object when quiet.
     """
     if _QUIET:
-        return _Silent()
+        return _Silent(total)
     if sys.stderr.isatty():
         from tqdm import tqdm
         return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr)

@@ -56,6 +56,9 @@ DEFAULT_CONTACT_MODEL = "penalty_fl"
 DEFAULT_DURATION = 5.0  # [s] a scenario without its own duration, run without a behaviour
 FALL_HEIGHT_RATIO = 0.5  # a biped whose base drops below half its initial height has fallen
 PROGRESS_CHUNK = 100  # steps between progress-bar updates
+#: the values of ``RunResult.outcome`` (``summary.json``'s ``outcome``)
+OUTCOMES = ("completed", "diverged", "fell", "interrupted", "terminated")
+MAX_STEPS_EVER = 1e12  # a run of more steps is refused whatever the caller allows (~10 years)
 
 
 class ClosedLoop:
@@ -112,7 +115,8 @@ class RunResult:
     min_normal_force: float = 0.0
     fell: bool = False
     error: str | None = None
-    interrupted: bool = False  # stopped by the user (Ctrl-C) before the end
+    interrupted: bool = False  # stopped by a signal before the end (``stopped_by`` names it)
+    stopped_by: str | None = None  # SIGINT (Ctrl-C), SIGTERM or SIGHUP (cli/stopping.py)
     diverged: dict[str, Any] | None = None  # {"t": s, "cause": text} of a numerical divergence
     warnings: list[str] = field(default_factory=list)
     energy: dict[str, Any] = field(default_factory=dict)  # the energy balance (energy_balance)
@@ -165,15 +169,21 @@ class RunResult:
             "energy_balance": self.energy,
             "error": self.error,
             "interrupted": self.interrupted,
+            "stopped_by": self.stopped_by,
             "warnings": self.warnings,
         }
 
     @property
     def outcome(self) -> str:
-        """``diverged`` (the numerics failed: ``diverged`` says when and why), ``fell`` (a biped
-        whose base dropped below half its initial height), else ``completed``."""
+        """How the run ended, one of ``OUTCOMES``: ``diverged`` (the numerics failed:
+        ``diverged`` says when and why), ``interrupted`` (stopped by Ctrl-C) or ``terminated``
+        (by SIGTERM or SIGHUP) before its end, ``fell`` (a biped whose base dropped below half
+        its initial height), else ``completed`` (``error`` says if another error ended the
+        run: ``biped-sim sweep`` counts those apart)."""
         if self.diverged is not None:
             return "diverged"
+        if self.interrupted:
+            return "terminated" if self.stopped_by in ("SIGTERM", "SIGHUP") else "interrupted"
         return "fell" if self.fell and self.scenario.biped else "completed"
 
 
@@ -312,13 +322,22 @@ class Run:
             duration = behavior.duration if behavior is not None else DEFAULT_DURATION
         duration = float(duration)
         if not (np.isfinite(duration) and duration > 0):
-            raise ConfigError(f"duration = {duration!r} must be > 0 s")
+            raise ConfigError(f"duration = {duration!r} must be finite and > 0 s")
+        steps = duration / sim.dt  # a count of steps: nothing to run, or a lifetime of it
+        if steps < 0.5:
+            raise ConfigError(f"duration = {duration:g} s is less than half a step "
+                              f"(dt = {sim.dt:g} s): nothing would be simulated; give at "
+                              f"least {sim.dt:g} s")
+        if steps > MAX_STEPS_EVER:
+            raise ConfigError(f"duration = {duration:.3g} s is {steps:.3g} steps of dt = "
+                              f"{sim.dt:g} s, more than {MAX_STEPS_EVER:.0e} (years of "
+                              "computing); give a shorter duration")
         self.result = RunResult(scenario, params, sim.contact.name, csettings, ctrl_name, robot,
                                 sim, duration=duration, behavior=behavior)
         self.sim, self.robot, self.control = sim, robot, control
         self.observer = Observer(robot, sim.terrain)
         self.on_sample = on_sample
-        self.n_steps = round(duration / sim.dt)
+        self.n_steps = round(steps)
         self.every = 1 if record_rate is None and sim.dt < 1e-3 else \
             max(1, round(1.0 / ((record_rate or default_record_rate) * sim.dt)))
         self.base_z0 = q0[2] if robot.config.base != "planar_xz" else q0[1]

@@ -299,5 +299,5 @@ def positive(name: str, value: float, allow_zero: bool = False) -> float:
         raise ConfigError(f"{name} = {value!r} must be a number") from exc
     if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ConfigError(f"{name} = {value!r} must be {bound}")
+        raise ConfigError(f"{name} = {value!r} must be finite and {bound}")
     return value

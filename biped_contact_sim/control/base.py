@@ -18,6 +18,8 @@ plus diagnostics. The references come from a ``Behavior`` (``stand``, ``sway``, 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.errors import ConfigError, InputError
 
 
 def check_range(name: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
@@ -36,7 +38,11 @@ def check_range(name: str, value, lo: float, hi: float = np.inf, lo_open: bool =
     """
     ok = np.isfinite(value) and (value > lo if lo_open else value >= lo) and value <= hi
     if not ok:
-        bound = f"{'>' if lo_open else '>='} {lo:g}" + (f" and <= {hi:g}" if hi < np.inf else "")
+        bound = f"{'>' if lo_open else '>='} {lo:g}"
+        if hi < np.inf:
+            bound += f" and <= {hi:g}"
+        else:  # one-sided: infinity is refused too, say so
+            bound = "finite and " + bound
         raise ConfigError(f"{name} = {value!r} must be {bound}")
 
 
@@ -63,6 +69,46 @@ class Measurement:
     q: np.ndarray  # (nq,)
     v: np.ndarray  # (nv,)
     wrenches: dict[str, np.ndarray] = field(default_factory=dict)  # foot -> (6,) [f; τ], sole
+
+
+def check_measurement(t: float, q, v, nq: int, nv: int,
+                      wrenches: Mapping[str, Any] | None = None) -> None:
+    """Refuse a measurement a controller cannot use: ``q``/``v`` of another length than the
+    model's ``nq``/``nv``, or a time, configuration, velocity or sole wrench (6 values) that is
+    not finite. A sensor that fails (NaN) or a wrong message must stop at the door: inside, a
+    NaN reaches a least-squares solve or a ``max()`` over an empty set and comes out as a
+    cryptic error, or as NaN torques.
+
+    Raises:
+        InputError: naming the field (``measurement.q[7] = nan``) and the rule.
+    """
+    if not isinstance(t, (int, float, np.floating, np.integer)) or not math.isfinite(t):
+        raise InputError(f"measurement.t = {t!r} must be finite (a time in s)")
+    if type(q) is np.ndarray and type(v) is np.ndarray and q.shape == (nq,) \
+            and v.shape == (nv,) and math.isfinite(q.dot(q) + v.dot(v) + sum(
+                w.dot(w) if type(w) is np.ndarray and w.shape == (6,) else np.nan
+                for w in (wrenches or {}).values())):
+        # The common case in a few µs: Σ x² is finite only if every x is (an overflow of
+        # huge finite values takes the slow path below, which accepts them).
+        return
+    for name, value, n in (("q", q, nq), ("v", v, nv)):
+        _check_vector(f"measurement.{name}", value, n)
+    for body, wrench in (wrenches or {}).items():
+        _check_vector(f"measurement.wrenches[{body!r}]", wrench, 6)
+
+
+def _check_vector(name: str, value, n: int) -> None:
+    """``value`` is n finite numbers, or InputError naming ``name``, the entry and the rule."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be {n} numbers; got {value!r}") from None
+    if array.shape != (n,):
+        raise InputError(f"{name} must have {n} values; got shape {array.shape}")
+    finite = np.isfinite(array)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        raise InputError(f"{name}[{i}] = {array[i]} must be finite (no NaN or infinity)")
 
 
 @dataclass
@@ -181,6 +227,24 @@ class Controller(ABC):
     name: ClassVar[str]
     Settings: ClassVar[type]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every subclass's ``compute`` checks its measurement first (``check_measurement``):
+        a bad one raises InputError before the controller's state (contact transitions,
+        integrators) changes."""
+        super().__init_subclass__(**kwargs)
+        compute = cls.__dict__.get("compute")
+        if compute is None or getattr(compute, "checks_measurement", False):
+            return
+
+        @functools.wraps(compute)
+        def checked_compute(self, meas: Measurement) -> ControlOutput:
+            check_measurement(meas.t, meas.q, meas.v, self.robot.nq, self.robot.nv,
+                              meas.wrenches)
+            return compute(self, meas)
+
+        checked_compute.checks_measurement = True
+        cls.compute = checked_compute
+
     def __init__(self, robot, behavior: Behavior, dt: float, **settings: Any):
         allowed = {f.name for f in dataclasses.fields(self.Settings)}
         unknown = sorted(set(settings) - allowed)
@@ -197,4 +261,9 @@ class Controller(ABC):
 
     @abstractmethod
     def compute(self, meas: Measurement) -> ControlOutput:
-        """Torques for the measurement ``meas`` (references from ``self.behavior``)."""
+        """Torques for the measurement ``meas`` (references from ``self.behavior``).
+
+        Raises:
+            InputError: ``meas`` has wrong lengths or values that are not finite (checked
+                before anything changes, ``__init_subclass__``).
+        """

@@ -15,6 +15,7 @@ import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim.contact.base import positive
+from biped_contact_sim.control.base import check_measurement
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 
@@ -63,5 +64,8 @@ class JointPD:
         self.robot = robot
 
     def __call__(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """τ for the measured state; InputError naming the field if q or v has the wrong
+        length or is not finite, as every controller's entry (``check_measurement``)."""
+        check_measurement(t, q, v, self.robot.nq, self.robot.nv)
         return (self.tau_g + self.kp * (self.q_ref - q[self.robot.q_idx])
                 - self.kd * v[self.robot.v_idx])

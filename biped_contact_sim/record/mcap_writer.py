@@ -6,6 +6,7 @@ The file follows the ``ros2`` MCAP profile that rosbag2 writes: CDR-encoded mess
 ``ros2 bag play`` or ``mcap_ros2.reader.read_ros2_messages``.
 """
 
+import os
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -133,6 +134,21 @@ class McapTraceWriter:
             self._writer._writer.add_message(
                 channel_id=self._writer._channel_ids[topic], log_time=time_ns,
                 publish_time=time_ns, sequence=sequence, data=encode(fields))
+
+    def flush(self) -> None:
+        """Close the chunk being built and hand everything written so far to the operating
+        system: a reader that reads the file linearly, without its summary (mcap's
+        ``NonSeekingReader``, ``mcap recover``, :mod:`.recover`), then finds every message
+        written before this call even if the process dies next. (Each flush ends a chunk:
+        called every second, the chunks stay large enough to compress well.)"""
+        if not self._closed:
+            self._writer._writer.flush()
+
+    def sync(self) -> None:
+        """Ask the disk to keep what :meth:`flush` handed over (``fsync``; survives a power
+        cut). Needs no lock: it only waits for the disk."""
+        if not self._closed:
+            os.fsync(self._file.fileno())
 
     def close(self) -> None:
         """Finish the MCAP stream (summary and footer) and close the file; idempotent."""

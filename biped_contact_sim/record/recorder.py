@@ -1,9 +1,10 @@
 """Recorder: a run's ``summary.json``, ``timeseries.csv``, ``trace.mcap`` and ``replay.html``.
 
 :class:`StreamingRecorder` writes them while the run goes (the runner calls it with each
-recorded sample): CSV rows and MCAP messages go to disk at once, so memory does not grow with
-the length of the run; the summary and the replay are written at the end (or when the run is
-interrupted or diverges: whatever exists is written). The physics (forces, CoPs, ZMPs) comes from
+recorded sample): CSV rows and MCAP messages reach the disk every second, so memory does not
+grow with the length of the run and a killed run loses at most its last second; the summary
+and the replay are written at the end (or when the run is stopped or diverges: whatever exists
+is written). The physics (forces, CoPs, ZMPs) comes from
 the simulator's ``StepResult`` and the observer's ``Observation`` of each sample. ROS 2 message
 fields come only from :mod:`.messages`; the MCAP carries the nodes' topics under their default,
 absolute names (docs/architecture.md "Topics"), every link transform in ``/tf`` and the fixed
@@ -15,6 +16,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +25,9 @@ import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim.record import messages
+from biped_contact_sim.record.flushing import PeriodicFlush
 from biped_contact_sim.record.mcap_writer import McapTraceWriter
+from biped_contact_sim.record.outdir import OutputFolder
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.observables import configured_point_values
 
@@ -35,9 +40,6 @@ SUMMARY_FILE = "summary.json"
 TIMESERIES_FILE = "timeseries.csv"
 TRACE_FILE = "trace.mcap"
 REPLAY_FILE = "replay.html"
-PLOTS_DIR = "plots"
-#: files a run writes into its folder; a reused folder is cleared of them first
-OUTPUT_FILES = (SUMMARY_FILE, TIMESERIES_FILE, TRACE_FILE, REPLAY_FILE, "replay.png")
 
 # Names of the root joint's configuration entries per ``RobotConfig.base`` (pinocchio order;
 # the free-flyer quaternion is stored x, y, z, w).
@@ -73,83 +75,59 @@ DIAGNOSTICS_RATE = 1.0  # [Hz] of simulated time, as the nodes' default diagnost
 DIAGNOSTICS_NAME = "biped_contact_sim: simulator"  # the simulator node's status name
 
 
-class OutputError(Exception):
-    """The output folder cannot be created or written (the message names it and why)."""
-
-
 def absolute(topic: str) -> str:
     """The name a topic gets in the root namespace: ``joint_states`` → ``/joint_states``."""
     return topic if topic.startswith("/") else "/" + topic
 
 
-def prepare_out_dir(out_dir: Path) -> Path:
-    """Create ``out_dir`` if needed and check that it is a writable folder.
-
-    Called before simulating, so that a bad ``--out`` fails at once, not after the run.
-
-    Raises:
-        OutputError: not a folder, cannot be created, or not writable.
-    """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise OutputError(f"--out {out_dir}: exists and is not a folder")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / ".biped-sim-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise OutputError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from exc
-    return out_dir
-
-
-def clear_outputs(out_dir: Path) -> None:
-    """Remove the outputs of a previous run from ``out_dir`` (``OUTPUT_FILES`` and
-    ``plots/*.png``; nothing else is touched)."""
-    for name in OUTPUT_FILES:
-        (out_dir / name).unlink(missing_ok=True)
-    plots = out_dir / PLOTS_DIR
-    if plots.is_dir():
-        for png in plots.glob("*.png"):
-            png.unlink()
-
-
 class StreamingRecorder:
-    """Writes a run's outputs as the run goes; memory stays bounded whatever its length.
+    """Writes a run's outputs as the run goes; memory stays bounded whatever its length, and
+    at most the last second is lost however the process ends.
 
     Call it with the run and each recorded sample (the runner's ``on_sample``), then
-    :meth:`finish` with the ``RunResult`` (also for a diverged or interrupted run). The files are
-    opened, and the previous run's outputs in the folder removed, at the first sample (so a run
-    refused for its settings leaves the folder as it was). The replay keeps its own bounded,
-    decimated frames (:mod:`.replay`).
+    :meth:`finish` with the ``RunResult`` (also for a diverged or interrupted run), and
+    :meth:`close` in any case (a ``finally``: the trace gets its footer). The files are opened,
+    and the previous run's outputs removed (those the folder's manifest lists, :mod:`.outdir`),
+    at the first sample, so a run refused for its settings leaves the folder as it was. While
+    the run goes, the CSV and the trace reach the disk every second (:mod:`.flushing`); the
+    summary and the replay are written at the end, each to a temporary file renamed into place
+    (a reader never sees half of one). The replay keeps its own bounded, decimated frames
+    (:mod:`.replay`).
 
     Args:
-        out_dir: Output folder (checked beforehand with :func:`prepare_out_dir`).
+        out_dir: Output folder: an :class:`.outdir.OutputFolder` (``OutputFolder.claim``: locked
+            for this run) or a path (its manifest is kept, nothing is locked).
         replay: Also write ``replay.html``.
         view: Show the run live in the browser (``--view``, :class:`.replay.LiveView`).
+        view_address: Where the live view listens (``127.0.0.1``: this machine only).
     """
 
-    def __init__(self, out_dir: Path, replay: bool = True, view: bool = False):
-        self.out_dir = Path(out_dir)
+    def __init__(self, out_dir: Path | OutputFolder, replay: bool = True, view: bool = False,
+                 view_address: str = "127.0.0.1"):
+        self.folder = out_dir if isinstance(out_dir, OutputFolder) else OutputFolder(out_dir)
+        self.out_dir = self.folder.path
         self.paths = {"timeseries": self.out_dir / TIMESERIES_FILE,
                       "trace": self.out_dir / TRACE_FILE}
-        self.replay, self.view = replay, view
+        self.replay, self.view, self.view_address = replay, view, view_address
         self.samples = 0
-        self.warnings: list[str] = []  # what could not be written, and why
+        self.warnings: list[str] = []  # what could not be written or shown, and why
         self.robot: RobotModel | None = None
         self._csv_file = None
         self._trace: TraceRecorder | None = None
         self._replay = None
         self._live = None
+        self._lock = threading.Lock()  # held while a sample is written and while flushing
+        self._flusher: PeriodicFlush | None = None
 
     def _open(self, result: RunResult, q0: np.ndarray) -> None:
-        clear_outputs(self.out_dir)
+        self.folder.will_write(*self.paths.values())  # clears the previous run's files first
         robot, terrain = result.robot, result.sim.terrain
         self.robot = robot
         self._csv_file = open(self.paths["timeseries"], "w", newline="")  # closed by close()
         self._csv = csv.writer(self._csv_file)
         self._csv.writerow(timeseries_header(robot))
         self._trace = TraceRecorder(self.paths["trace"], robot, terrain)
+        self._flusher = PeriodicFlush(self._lock, self._flush, self._sync).start()
         if self.replay or self.view:
             try:
                 import meshcat  # noqa: F401
@@ -163,14 +141,29 @@ class StreamingRecorder:
             if self.replay:
                 self._replay = replay.ReplayRecorder(robot, terrain, world)
             if self.view:
-                self._live = replay.LiveView(robot, terrain, q0, world=world)
+                try:
+                    self._live = replay.LiveView(robot, terrain, q0, world=world,
+                                                 address=self.view_address)
+                except replay.view_server.ViewServerError as exc:
+                    self.warnings.append(f"no --view: {exc}")
+
+    def _flush(self) -> None:
+        """Hand the CSV rows and the trace's chunk to the operating system (lock held)."""
+        self._csv_file.flush()
+        self._trace.writer.flush()
+
+    def _sync(self) -> None:
+        """Ask the disk to keep them (no lock needed)."""
+        os.fsync(self._csv_file.fileno())
+        self._trace.writer.sync()
 
     def __call__(self, result: RunResult, sample: Sample) -> None:
         """Record one sample (CSV row, MCAP messages, replay frame, live view)."""
         if self.robot is None:
             self._open(result, sample.step.q)
-        self._csv.writerow(timeseries_row(self.robot, sample))
-        self._trace.write(sample, result)
+        with self._lock:
+            self._csv.writerow(timeseries_row(self.robot, sample))
+            self._trace.write(sample, result)
         if self._replay is not None:
             self._replay.add(sample)
         if self._live is not None:
@@ -187,20 +180,31 @@ class StreamingRecorder:
             self._open(result, result.sim.q)
         self.close()
         paths = {"summary": self.out_dir / SUMMARY_FILE, **self.paths}
+        self.folder.will_write(paths["summary"])
         write_summary(result.summary(), paths["summary"])
         if self._replay is not None:
-            paths["replay"] = self._replay.write(self.out_dir / REPLAY_FILE,
-                                                 title=_replay_title(result))
+            final = self.out_dir / REPLAY_FILE
+            partial = final.with_name(final.name + ".partial")
+            self.folder.will_write(final, partial)
+            self._replay.write(partial, title=_replay_title(result))
+            os.replace(partial, final)
+            paths["replay"] = final
         return paths
 
     def close(self) -> None:
         """Close the open files (idempotent); what was written stays readable."""
+        if self._flusher is not None:
+            self._flusher.stop()
+            self.warnings += self._flusher.errors
+            self._flusher = None
         if self._csv_file is not None and not self._csv_file.closed:
             self._csv_file.close()
         if self._trace is not None:
             self._trace.close()
         if self._live is not None:
             self._live.close()
+            if self._live.warning:
+                self.warnings.append(self._live.warning)
             self._live = None
 
 
@@ -220,7 +224,10 @@ def run_status(result: RunResult, t: float) -> dict[str, Any]:
 
 
 def _replay_title(result: RunResult) -> str:
-    state = " (interrupted)" if result.interrupted else " (diverged)" if result.error else ""
+    """The replay's title: scenario, model, controller and how the run ended, unless it
+    completed."""
+    outcome = result.outcome
+    state = f" ({outcome})" if outcome in ("interrupted", "terminated", "diverged") else ""
     return (f"{result.scenario.name} / {result.contact_model} / {result.controller}"
             f"{state}")
 
@@ -253,15 +260,16 @@ def json_safe(value: Any) -> Any:
 
 
 def write_summary(summary: dict[str, Any], path: Path) -> None:
-    """Write ``summary.json`` (strict JSON, indented).
+    """Write ``summary.json`` (strict JSON, indented), atomically.
 
     Args:
         summary: ``RunResult.summary()`` or any JSON-convertible dict.
         path: Output file.
     """
-    with open(path, "w") as f:
-        json.dump(json_safe(summary), f, indent=2, allow_nan=False)
-        f.write("\n")
+    text = json.dumps(json_safe(summary), indent=2, allow_nan=False) + "\n"
+    partial = Path(path).with_name(Path(path).name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)  # a reader sees the old summary or the new one, never half
 
 
 def base_coordinate_names(robot: RobotModel) -> list[str]:

@@ -10,8 +10,9 @@ support polygon.
   over simulated time), played by meshcat's animation panel (play, pause, reset, time slider,
   speed). Frames are taken at ``REPLAY_FPS`` of simulated time and kept in a bounded, evenly
   decimated buffer, so a long run gives a file of bounded size.
-* :class:`LiveView`: a meshcat server (a subprocess, on localhost) that the browser connects to;
-  each recorded sample updates the scene, at most ``LIVE_FPS`` times per second of wall time.
+* :class:`LiveView`: a meshcat server (a subprocess, :mod:`.view_server`: on 127.0.0.1 unless
+  asked otherwise, ended with the run) that the browser connects to; each recorded sample
+  updates the scene, at most ``LIVE_FPS`` times per second of wall time.
 
 Overlays, as in the ``contact_markers`` of the ROS topics: forces red (length = force / weight ×
 ``FORCE_LENGTH_PER_WEIGHT``), CoPs orange, ZMP magenta, support polygon green.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import html
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pinocchio as pin
 
+from biped_contact_sim.record import view_server
 from biped_contact_sim.record.buffer import DecimatingBuffer
 from biped_contact_sim.robot import RobotModel
 
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
 REPLAY_FPS = 30.0  # frames per simulated second in replay.html
 REPLAY_MAX_FRAMES = 2048  # beyond, frames are evenly decimated (68 s at full rate)
 LIVE_FPS = 30.0  # live updates per wall-clock second
+LIVE_TIMEOUT = 5.0  # [s] a live update may wait for the meshcat server
 FORCE_LENGTH_PER_WEIGHT = 1.0  # [m] arrow length of a force equal to the robot's weight
 GROUND_SIZE = 4.0  # [m] side of the drawn ground square
 GROUND_THICKNESS = 0.01  # [m]
@@ -448,25 +452,41 @@ function run(b64) {{
 
 
 class LiveView:
-    """``--view``: a meshcat server on localhost showing the run as it goes.
+    """``--view``: a meshcat server showing the run as it goes, on this machine only unless
+    ``address`` says otherwise, and ended with the run (:mod:`.view_server`).
 
-    Starts the server (a subprocess of meshcat, ended with this process), prints its address
-    (opened in a browser only with ``open_browser``: a headless machine has none to open) and
-    updates the scene with every recorded sample, at most ``LIVE_FPS`` times per wall second.
+    Starts the server, prints its address (opened in a browser only with ``open_browser``: a
+    headless machine has none to open) and updates the scene with every recorded sample, at
+    most ``LIVE_FPS`` times per wall second. A server that stops answering (killed, hung) turns
+    the view off with a warning instead of blocking the run.
     """
 
     def __init__(self, robot: RobotModel, terrain: PlaneTerrain, q0: np.ndarray,
-                 open_browser: bool = False, world: World | None = None):
+                 open_browser: bool = False, world: World | None = None,
+                 address: str = view_server.DEFAULT_ADDRESS):
+        import zmq
         from meshcat import Visualizer
 
-        self.vis = Visualizer()  # starts the server and prints its address
-        self.poses = RobotPoses(robot)
-        self.overlays = Overlays(robot, terrain)
-        self.objects = ObjectPoses(world)
-        build_scene(self.vis, robot, terrain, self.poses, self.overlays,
-                    self.poses.poses(q0)[0, :3], world, self.objects)
+        self.server, zmq_url, _ = view_server.start_server(address)
+        try:
+            self.vis = Visualizer(zmq_url=zmq_url)  # connects and prints the web address
+            sys.stdout.flush()  # now, also when stdout is a pipe or a file
+            socket = self.vis.window.zmq_socket
+            socket.setsockopt(zmq.RCVTIMEO, int(1000 * LIVE_TIMEOUT))
+            socket.setsockopt(zmq.SNDTIMEO, int(1000 * LIVE_TIMEOUT))
+            socket.setsockopt(zmq.LINGER, 0)
+            self.poses = RobotPoses(robot)
+            self.overlays = Overlays(robot, terrain)
+            self.objects = ObjectPoses(world)
+            build_scene(self.vis, robot, terrain, self.poses, self.overlays,
+                        self.poses.poses(q0)[0, :3], world, self.objects)
+        except BaseException:
+            view_server.stop_server(self.server)
+            raise
         self._paths = self.poses.paths + self.objects.paths + self.overlays.paths
         self._last = -np.inf
+        self._no_answer = zmq.ZMQError  # zmq.Again: no answer within LIVE_TIMEOUT
+        self.warning: str | None = None  # why the view stopped early
         if open_browser:
             self.vis.open()
 
@@ -477,18 +497,23 @@ class LiveView:
     def frame(self, sample: Sample) -> None:
         """Show a sample, unless the last update was less than 1/``LIVE_FPS`` s ago."""
         now = time.perf_counter()
-        if now - self._last < 1.0 / LIVE_FPS:
+        if self.vis is None or now - self._last < 1.0 / LIVE_FPS:
             return
         self._last = now
         poses = np.vstack([self.poses.poses(sample.step.q),
                            self.objects.poses(sample.step.q_objects),
                            self.overlays.poses(sample)])
-        for p, pose in zip(self._paths, poses, strict=True):
-            self.vis[p].set_transform(_pose_matrix(pose))
+        try:
+            for p, pose in zip(self._paths, poses, strict=True):
+                self.vis[p].set_transform(_pose_matrix(pose))
+        except self._no_answer as exc:
+            self.warning = (f"--view stopped at t = {sample.step.t:.3f} s: the meshcat "
+                            f"server did not answer ({exc})")
+            self.close()
 
     def close(self) -> None:
-        """Stop the server (meshcat would also stop it when this process exits)."""
-        proc = getattr(self.vis.window, "server_proc", None)
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        """Stop the server and drop the connection; idempotent."""
+        if self.vis is not None:
+            self.vis.window.zmq_socket.close(linger=0)
+            self.vis = None
+        view_server.stop_server(self.server)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -40,9 +41,29 @@ def available_robots() -> list[str]:
                   if _is_robot_file(p))
 
 
+def read_yaml_file(path: Path) -> Any:
+    """The content of a YAML file given by the user (a robot config, a world), ``{}`` if empty.
+
+    The file must be UTF-8 text (YAML 1.2 says so; a file saved in Latin-1 or UTF-16 would
+    otherwise be read as whatever the locale makes of it).
+
+    Raises:
+        ConfigError: naming the file: it cannot be opened, is not UTF-8 (with the offset of the
+            first bad byte), or is not valid YAML.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f) or {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+                          f"offset {exc.start}); save it as UTF-8") from None
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read it as YAML ({exc})") from exc
+
+
 def _is_robot_file(path: Path) -> bool:
-    with open(path) as f:
-        data = yaml.safe_load(f) or {}
+    """True if ``path`` is a robot config (a parameters file with a ``robot`` mapping)."""
+    data = read_yaml_file(path)
     return "robot" in data.get("/**", {}).get("ros__parameters", {})
 
 
@@ -106,11 +127,7 @@ def load_robot_config(name_or_path: str | Path) -> RobotConfig:
             raise unknown_name("robot", str(name_or_path), available_robots())
     if not path.is_file():
         raise ConfigError(f"robot config file {path} does not exist")
-    try:
-        with open(path) as f:
-            raw = yaml.safe_load(f) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read it as YAML ({exc})") from exc
+    raw = read_yaml_file(path)
     try:
         robot = raw["/**"]["ros__parameters"]["robot"]
     except (KeyError, TypeError) as exc:

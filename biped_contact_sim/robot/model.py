@@ -93,7 +93,7 @@ class RobotModel:
 
     def __init__(self, config: RobotConfig, mass_scale: float = 1.0):
         if not (np.isfinite(mass_scale) and mass_scale > 0):
-            raise ConfigError(f"mass_scale = {mass_scale!r} must be > 0")
+            raise ConfigError(f"mass_scale = {mass_scale!r} must be finite and > 0")
         self.config = config
         self.name = config.name
         try:

@@ -43,24 +43,26 @@ class Param:
         number = f"an {kind.__name__}" if kind is int else f"a {kind.__name__}"
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (
                 kind is int and np.isfinite(value) and float(value) != int(value)):
-            raise ConfigError(f"--set {key}={value!r}: expected {number} {allowed} "
-                              f"({self.help})")
+            expected = f"{number} {allowed}" if allowed.startswith("in ") else \
+                f"{number}, {allowed}"
+            raise ConfigError(f"--set {key}={value!r}: expected {expected} ({self.help})")
         if not np.isfinite(value) or (self.lo is not None and (
                 value < self.lo or (self.lo_open and value == self.lo))) or (
                 self.hi is not None and value > self.hi):
-            raise ConfigError(f"--set {key}={value!r} is out of range: allowed {allowed} "
+            raise ConfigError(f"--set {key}={value!r} is out of range: it must be {allowed} "
                               f"({self.help})")
         return kind(value)
 
     def allowed(self) -> str:
-        """The range in words, e.g. ``in [0, 10]`` or ``> 0``."""
+        """The rule in words, e.g. ``in [0, 10]`` or ``finite and > 0`` (NaN and infinities
+        are refused whatever the bounds)."""
         if self.lo is not None and self.hi is not None:
             return f"in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}]"
         if self.lo is not None:
-            return f"{'>' if self.lo_open else '>='} {self.lo:g}"
+            return f"finite and {'>' if self.lo_open else '>='} {self.lo:g}"
         if self.hi is not None:
-            return f"<= {self.hi:g}"
-        return "(any finite value)"
+            return f"finite and <= {self.hi:g}"
+        return "finite"
 
 
 #: ``--set robot=NAME|FILE`` (``biped-sim run --robot``): another robot than the scenario's

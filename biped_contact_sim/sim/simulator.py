@@ -63,6 +63,35 @@ from biped_contact_sim.sim.integrator import (
 from biped_contact_sim.sim.terrain import PlaneTerrain
 from biped_contact_sim.sim.world import World, object_state
 
+#: |‖quaternion‖ − 1| allowed in a configuration given to ``Simulator.reset``
+QUATERNION_NORM_TOL = 1e-6
+#: pinocchio joints whose configuration holds a unit quaternion (x, y, z, w): its offset in q
+_QUATERNION_OFFSET = {"JointModelFreeFlyer": 3, "JointModelSpherical": 0}
+
+
+def non_unit_quaternion(model: pin.Model, q: np.ndarray) -> str | None:
+    """What is wrong with the first quaternion of ``q`` whose norm is not 1 within
+    ``QUATERNION_NORM_TOL`` (free-flyer and spherical joints), or None if there is none.
+
+    ``Simulator.reset`` refuses such a configuration rather than normalising it: a zero or
+    far-from-unit quaternion is a caller's bug (a half-built state, a wrong index), and a
+    silently normalised one would start the run from another pose than the one given.
+    """
+    for joint, name in zip(model.joints, model.names, strict=True):
+        offset = _QUATERNION_OFFSET.get(joint.shortname())
+        if offset is None:
+            continue
+        start = joint.idx_q + offset
+        quat = q[start:start + 4]
+        norm = float(np.linalg.norm(quat))
+        if abs(norm - 1.0) > QUATERNION_NORM_TOL:
+            return (f"the quaternion of joint {name!r}, q[{start}:{start + 4}] = "
+                    f"{np.array2string(quat, precision=6)}, has norm {norm:.9g}; it must be "
+                    f"a unit quaternion (|norm - 1| <= {QUATERNION_NORM_TOL:g}; "
+                    "pinocchio.normalize(model, q) makes one)")
+    return None
+
+
 INTEGRATORS = ("semi_implicit_euler", "rk4")
 #: ``points``: the configured sole points against the terrain plane (the papers' contacts);
 #: ``geometry``: every collision geometry against the world (``sim.contact_geometry``)
@@ -362,7 +391,8 @@ class Simulator:
         objects' state is the world's initial one unless given.
 
         Raises:
-            InputError: wrong lengths or a value that is not finite; nothing changes.
+            InputError: wrong lengths, a value that is not finite or a quaternion whose norm is
+                not 1 (``non_unit_quaternion``); nothing changes.
         """
         if self.geometry is not None:
             q0, v0 = object_state(self.world)
@@ -379,6 +409,10 @@ class Simulator:
                              f"got {q.shape} and {v.shape}")
         if not (np.isfinite(q).all() and np.isfinite(v).all() and np.isfinite(t)):
             raise InputError("reset: q, v and t must be finite")
+        bad = non_unit_quaternion(self.model, np.concatenate([q, q_objects])
+                                  if self._has_objects else q)
+        if bad is not None:
+            raise InputError(f"reset: {bad}")
         self.q, self.v, self.t = q.copy(), v.copy(), float(t)
         if self.geometry is not None:
             self.q_objects, self.v_objects = q_objects.copy(), v_objects.copy()

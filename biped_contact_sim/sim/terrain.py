@@ -23,7 +23,7 @@ class PlaneTerrain:
 
     def __post_init__(self):
         if not np.isfinite(self.mu) or self.mu < 0:
-            raise ConfigError(f"friction coefficient mu = {self.mu!r} must be >= 0")
+            raise ConfigError(f"friction coefficient mu = {self.mu!r} must be finite and >= 0")
         if not -np.pi / 2 < self.slope < np.pi / 2:
             raise ConfigError(f"slope = {np.degrees(self.slope):g} deg must lie in (-90, 90)")
 

@@ -40,10 +40,10 @@ from typing import Any
 
 import numpy as np
 import pinocchio as pin
-import yaml
 
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.jit import F1s, kernel
+from biped_contact_sim.robot.config import read_yaml_file
 
 #: keys allowed at each level of the schema (the error for another key lists them)
 _WORLD_KEYS = ("ground", "planes", "boxes", "objects", "materials", "robot_material")
@@ -380,11 +380,7 @@ def load_world(name_or_path: str | Path, mu: float | None = None) -> World:
         if not path.is_file():
             raise ConfigError(f"Unknown world: {str(name_or_path)!r}. Valid names: "
                               + ", ".join(available_worlds()))
-    try:
-        with open(path) as f:
-            raw = yaml.safe_load(f) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read it as YAML ({exc})") from exc
+    raw = read_yaml_file(path)
     if not isinstance(raw, dict) or "world" not in raw:
         raise ConfigError(f"{path}: expected a top-level 'world:' mapping")
     try:
