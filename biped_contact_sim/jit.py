@@ -76,7 +76,6 @@ KERNEL_MODULES = (
     "biped_contact_sim.contact.base",
     "biped_contact_sim.solvers.warm_start",
     "biped_contact_sim.sim.world",
-    "biped_contact_sim.sim.simulator",
     "biped_contact_sim.sim.integrator",
     "biped_contact_sim.sim.step_energy",
     "biped_contact_sim.cli.runner",

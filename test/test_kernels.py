@@ -516,13 +516,13 @@ def test_models_from_the_step_buffer_equal_their_delassus_path(model, contacts):
 
 
 def _general_twin(scenario, model, contacts=None, **sets):
-    """Two simulators of a scenario: the first steps by ``step``'s lean path, the second by
-    the general one (``_step``); both under the first's joint PD."""
+    """Two simulators of a scenario: the first takes its step's terms from the compiled call
+    (``_fast``), the second from ``contact_state``; both under the first's joint PD."""
     sets = dict(sets, **({"contacts": contacts} if contacts else {}))
     ctrl = "joint_pd" if scenario in ("stand", "step", "drop") else None
     _, _, robot, lean, _, control, *_ = build(scenario, model, controller=ctrl, sets=sets)
     _, _, _, general, *_ = build(scenario, model, controller=ctrl, sets=sets)
-    general._lean = None
+    general._fast = None
     return robot, lean, general, control
 
 
@@ -531,10 +531,10 @@ def _general_twin(scenario, model, contacts=None, **sets):
     ("stand", "time_stepping", "geometry"), ("stand", "acceleration_lcp", "points"),
     ("step", "penalty_fl", None), ("ramp", "spring_damper", None), ("fall", "gauss_seidel", None)])
 def test_lean_step_equals_the_general_step(scenario, model, contacts):
-    """``Simulator.step``'s lean path (one compiled call for the terms, one for the Euler
-    step, views of one output buffer) gives bit for bit the general path's results."""
+    """``Simulator.step`` with its terms from one compiled call (views of one output buffer)
+    gives bit for bit the results it gives with them from ``contact_state``."""
     robot, lean, general, control = _general_twin(scenario, model, contacts)
-    assert lean._lean is not None
+    assert lean._fast is not None
     for k in range(150):
         tau = control(lean.t, lean.q, lean.v) if control else np.zeros(robot.n_joints)
         if k == 60 and lean.geometry is not None:  # work arrays too short: grown on the way
@@ -587,7 +587,7 @@ def test_points_step_equals_step_terms():
                         ("ball", 0.2)):
         robot = RobotModel.load(name)
         sim = Simulator(robot, make_contact_model("penalty_fl"), PlaneTerrain(slope=slope))
-        assert sim._lean is not None
+        assert sim._fast is not None
         ws, m, nj = sim.workspace, robot.n_points, robot.n_joints
         for _ in range(5):
             q = pin.randomConfiguration(robot.model, -np.ones(robot.nq), np.ones(robot.nq))

@@ -22,7 +22,7 @@ from biped_contact_sim.control.grasp import ContactAnchor, grasp_model, sole_wre
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.observables import foot_wrenches
-from biped_contact_sim.sim.simulator import SimSettings, Simulator
+from biped_contact_sim.sim.simulator import ExternalForce, SimSettings, Simulator
 from biped_contact_sim.sim.terrain import PlaneTerrain
 
 DT = 1e-3
@@ -45,21 +45,11 @@ def _sim(robot, contact="penalty_fl"):
 def _run(robot, behavior, seconds, contact="penalty_fl", push=None, **settings):
     """Closed loop; returns per-step (t, info, step, wrenches). push = (F world, t0, t1)."""
     sim = _sim(robot, contact)
-    data, pdata = robot.create_data(), robot.create_data()
+    data = robot.create_data()
     ctrl = make_controller("wbc", robot, behavior, DT, **settings)
-    if push is not None:  # external force on the pelvis, added to the generalized forces
+    if push is not None:  # external force on the pelvis
         force, t0, t1 = push
-        pelvis = robot.model.getFrameId("pelvis")
-        original = sim.contact_state
-
-        def contact_state(q, v, tau):
-            terms, state = original(q, v, tau)
-            if t0 <= sim.t < t1:
-                J = pin.computeFrameJacobian(robot.model, pdata, q, pelvis, LWA)[:3]
-                state.tau_free = state.tau_free + J.T @ np.asarray(force)
-            return terms, state
-
-        sim.contact_state = contact_state
+        sim.add_external_force(ExternalForce("pelvis", tuple(force), t0, t1))
     log, wrenches = [], {}
     for _ in range(round(seconds / DT)):
         out = ctrl.compute(Measurement(sim.t, sim.q, sim.v, wrenches))

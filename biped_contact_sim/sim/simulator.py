@@ -7,14 +7,12 @@ Dynamics (docs/methods.md §1): ``M v̇ = Sᵀτ − h + J_cᵀ f``. Integrators
 * ``semi_implicit_euler`` (default, symplectic): ``v⁺ = v + dt v̇``, ``q⁺ = integrate(q, dt v⁺)``,
   with the momentum of free rigid bodies carried through the step's rotation (their centre
   moves straight, midpoint gyroscopic term; ``sim.integrator``, docs/methods.md §1.1);
-* ``rk4`` (force-based models only): RK4 on the configuration manifold (Runge–Kutta–Munthe-Kaas,
-  Munthe-Kaas 1998, "Runge-Kutta methods on Lie groups", BIT 38, doi:10.1007/BF02510919):
-  the configuration is ``q = q₀ ⊕ ξ`` with ξ in the tangent space at q₀ (``pin.integrate``),
-  whose rate is ``ξ̇ = J(ξ)⁻¹ v`` (``pin.dIntegrate``); the classical RK4 tableau runs on
-  (ξ, v), both vectors of one space, and ``q⁺ = q₀ ⊕ ξ⁺``. (Adding the stage velocities, which
-  live in the tangent spaces of different base poses, without J⁻¹ makes it second order on a
-  free-flyer.) Contact forces are re-evaluated at every stage; the reported force is the
-  RK4-weighted mean (the impulse over the step divided by dt).
+* ``rk4`` (force-based models only): RK4 on the configuration manifold, the contact forces
+  re-evaluated at every stage (``sim.rk4``).
+
+One step path (``Simulator.step``); what varies is data: where the step's terms come from (one
+compiled call on pinocchio's arrays for points or geometry contacts, or ``contact_state`` with
+external forces, free objects or RK4) and which integrator advances the state.
 
 Torques are a zero-order hold over the step, clamped to the URDF effort limits. A state that
 becomes NaN/Inf or faster than ``max_speed`` raises ``DivergenceError`` and is not committed.
@@ -22,7 +20,6 @@ becomes NaN/Inf or faster than ``max_speed`` raises ``DivergenceError`` and is n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,11 +27,10 @@ import pinocchio as pin
 
 from biped_contact_sim.contact import ContactModel, ContactState
 from biped_contact_sim.errors import DIVERGED, ConfigError, DivergenceError, InputError
-from biped_contact_sim.jit import F1, kernel
 from biped_contact_sim.robot import RobotModel, TermsWorkspace
 from biped_contact_sim.robot.kernels import (
+    clamp_torques,
     euler_into,
-    euler_velocity,
     pack_points,
     packed_size,
     points_out_size,
@@ -60,8 +56,12 @@ from biped_contact_sim.sim.integrator import (
     momentum_terms,
     transport,
 )
+from biped_contact_sim.sim.rk4 import rk4_step
+from biped_contact_sim.sim.step_result import _EMPTY, _LAZY, StepResult, StepTerms
 from biped_contact_sim.sim.terrain import PlaneTerrain
 from biped_contact_sim.sim.world import World, object_state
+
+_F64 = np.dtype(np.float64)  # native float64 (an identity test: cheaper than ==)
 
 #: |‖quaternion‖ − 1| allowed in a configuration given to ``Simulator.reset``
 QUATERNION_NORM_TOL = 1e-6
@@ -131,143 +131,6 @@ class ExternalForce:
     force: tuple[float, float, float]
     t_start: float = 0.0
     t_end: float = float("inf")
-
-
-class StepResult:
-    """Everything one step produced (state after the step, forces over the step).
-
-    Attributes:
-        t, q, v: time and state after the step.
-        a: mean v̇ over the step, (v⁺ − v)/dt.
-        tau: applied (clamped) torques.
-        p: (m, 3) point positions at the start of the step (world).
-        phi: (m,) gaps, vc: (m, 3) contact-frame point velocities, at the start of the step.
-        f_contact: (m, 3) forces in contact frames; f_world: the same in the world frame.
-        active: (m,) bool.
-        stats: the contact model's statistics (a mapping).
-        vc_next: (m, 3) contact-frame velocities J_c v⁺ after the step.
-        f_external: (3,) external force applied over the step (world) or None.
-        ids: (m,) contact ids of the points (``ContactState.ids``).
-        placements: (nb, 3, 4) ``[R | t]`` at the start of the step of the joints carrying
-            points (``RobotModel.contact_joints``), for the observers.
-        q_prev: the configuration at the start of the step (the forces acted there).
-        energy_prev: kinetic + potential energy at the start of the step [J].
-        tau_external: (nv,) generalized force of the external forces over the step, or None.
-        frames: (m, 3, 3) per-contact frames ``[t₁ t₂ n]`` (geometry contacts) or None (one
-            frame for every point: the terrain's).
-        contacts: the geometry contact set (``collision.Contacts``: bodies, points, ids) or
-            None; q_objects, v_objects: the free objects' state after the step (geometry
-            contacts with a world that has objects; else empty).
-        contact_work: the kinetic energy the contact impulse gave over the step [J] (≤ 0:
-            dissipated), ``contact_separation`` its part pushing points off their surfaces
-            (restitution, penetration recovery; ``sim.integrator.contact_energy``).
-    """
-
-    __slots__ = ("_R", "_f_world", "_frames", "_joint_placements", "_out", "_p", "_placements",
-                 "a", "active", "contact_separation", "contact_work", "contacts", "energy_prev",
-                 "f_contact", "f_external", "ids", "phi", "q", "q_objects", "q_prev", "stats",
-                 "t", "tau", "tau_external", "v", "v_objects", "vc", "vc_next")
-
-    def __init__(self, t: float, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau: np.ndarray,
-                 p: np.ndarray, phi: np.ndarray, vc: np.ndarray, f_contact: np.ndarray,
-                 f_world: np.ndarray | None, active: np.ndarray, stats: Mapping | None = None,
-                 vc_next: np.ndarray | None = None, f_external: np.ndarray | None = None,
-                 ids: np.ndarray | None = None, placements: np.ndarray | None = None,
-                 R: np.ndarray | None = None, q_prev: np.ndarray | None = None,
-                 energy_prev: float = float("nan"), tau_external: np.ndarray | None = None):
-        self.t, self.q, self.v, self.a, self.tau = t, q, v, a, tau
-        self._p, self.phi, self.vc, self.f_contact, self._f_world = p, phi, vc, f_contact, f_world
-        self.active, self.stats = active, {} if stats is None else stats
-        self.vc_next, self.f_external, self.ids, self._placements = vc_next, f_external, ids, \
-            placements
-        self._R = R
-        self.q_prev, self.energy_prev, self.tau_external = q_prev, energy_prev, tau_external
-        self._frames = self.contacts = self._joint_placements = self._out = None
-        self.q_objects = self.v_objects = _EMPTY
-        self.contact_work = self.contact_separation = 0.0
-
-    # p, placements, frames and joint_placements of ``step``'s lean path are views of the
-    # step's output buffer, made when first read (most readers need none): ``_out`` holds
-    # (p's view, the placements' view, the buffer and its sizes).
-    @property
-    def p(self) -> np.ndarray:
-        if self._p is None and self._out is not None:
-            self._p = self._out[0](*self._out[2])
-        return self._p
-
-    @p.setter
-    def p(self, value: np.ndarray) -> None:
-        self._p = value
-
-    @property
-    def frames(self) -> np.ndarray | None:
-        if self._frames is _LAZY:
-            self._frames = self.contacts.frames
-        return self._frames
-
-    @frames.setter
-    def frames(self, value: np.ndarray | None) -> None:
-        self._frames = value
-
-    @property
-    def placements(self) -> np.ndarray | None:
-        if self._placements is _LAZY:
-            self._placements = self._out[1](*self._out[2])
-        return self._placements
-
-    @placements.setter
-    def placements(self, value: np.ndarray | None) -> None:
-        self._placements = value
-
-    @property
-    def joint_placements(self) -> np.ndarray | None:
-        if self._joint_placements is _LAZY:
-            self._joint_placements = self._out[1](*self._out[2])
-        return self._joint_placements
-
-    @joint_placements.setter
-    def joint_placements(self, value: np.ndarray | None) -> None:
-        self._joint_placements = value
-
-    def __getstate__(self):
-        """The slots with the lazy views made (a pickled result holds plain arrays)."""
-        _ = self.p, self.frames, self.placements, self.joint_placements
-        state = {k: getattr(self, k) for k in self.__slots__ if hasattr(self, k)}
-        state["_out"] = None
-        return None, state
-
-    @property
-    def f_world(self) -> np.ndarray:
-        """(m, 3) contact forces in the world frame (rotated on first use)."""
-        if self._f_world is None:
-            frames = self.frames
-            if frames is not None:
-                self._f_world = np.einsum("mij,mj->mi", frames, self.f_contact)
-            else:
-                self._f_world = self.f_contact if self._R is None else \
-                    self.f_contact @ self._R.T
-        return self._f_world
-
-
-_LAZY = object()  # StepResult: made from the step's output buffer when first read
-_F64 = np.dtype(np.float64)  # native float64 (an identity test: cheaper than ==)
-_EMPTY = np.zeros(0)
-
-
-class StepTerms:
-    """What ``Simulator.contact_state`` returns besides the state: the world positions p (m, 3)
-    of the points, the joint placements (nb, 3, 4) at (q, v) and the clamped τ."""
-
-    __slots__ = ("_W", "_nj", "p", "placements")
-
-    def __init__(self, p: np.ndarray, placements: np.ndarray, W: np.ndarray, nj: int):
-        self.p, self.placements, self._W, self._nj = p, placements, W, nj
-
-    @property
-    def tau(self) -> np.ndarray:
-        """The clamped τ (a copy of the last entries of the step buffer, so that a kept
-        ``StepResult`` does not keep the whole buffer alive)."""
-        return self._W[len(self._W) - self._nj:].copy()
 
 
 class Simulator:
@@ -345,9 +208,10 @@ class Simulator:
         self._R_world = None if self.terrain.flat else self._R  # f_world = f Rᵀ (None: f)
         self._tau_shape = (self._n_joints,)
         self._dt, self._max_speed = self.settings.dt, self.settings.max_speed
-        # ``step``'s lean path (the common case with fewer Python operations), when the
-        # arrays its compiled calls read are views that follow the Data; else ``_step``
-        self._lean = None
+        # ``step``'s terms in one compiled call (the common case), when the arrays it reads
+        # are views that follow the Data; else (and with external forces) ``contact_state``
+        self._fast = None
+        self._refresh_geo_args = False
         if self.geometry is not None:
             geo = self.geometry
             self._nb, self._joint_names = self.model.njoints, geo.detector._joint_names
@@ -355,7 +219,7 @@ class Simulator:
             if self._euler and not self._has_objects and geo.workspace.live \
                     and geo._step_args is not None and type(self).contact_state is \
                     Simulator.contact_state:
-                self._lean = self._step_geometry
+                self._fast = self._geometry_terms
         elif self._euler and type(self).contact_state is Simulator.contact_state:
             self._points_setup(robot)
         # Geometry contacts: the neutral configuration buries every link in the ground, so
@@ -365,8 +229,8 @@ class Simulator:
         self._inertia_checked = self._inertia_checked and self.geometry is None
 
     def _points_setup(self, robot: RobotModel) -> None:
-        """``_step_points``'s fixed arguments, when pinocchio's arrays are views that follow
-        the Data (else ``step`` stays general)."""
+        """``_points_terms``' fixed arguments, when pinocchio's arrays are views that follow
+        the Data (else ``step`` takes its terms from ``contact_state``)."""
         ws = self.workspace
         if not ws.live:
             return
@@ -378,8 +242,7 @@ class Simulator:
         self._m, self._nb = robot.n_points, len(ws.joint_ids)
         self._W_size = packed_size(self._m, self._nv, self._n_joints)
         self._out_size = points_out_size(self._m, self._n_joints, self._nb)
-        self._euler_size = 3 * (self._nv + self._m)
-        self._lean = self._step_points
+        self._fast = self._points_terms
 
     @property
     def dt(self) -> float:
@@ -473,14 +336,9 @@ class Simulator:
         Raises:
             InputError: wrong length or NaN/Inf; the state is unchanged.
         """
-        if type(tau) is not np.ndarray or tau.dtype != np.float64:
-            tau = np.asarray(tau, dtype=float)
-        if tau.shape != (self._n_joints,):
-            raise InputError(f"torque command has shape {tau.shape}; expected "
-                             f"({self._n_joints},) for joints "
-                             + ", ".join(self.robot.actuated_joint_names))
-        out, finite = clamp(tau, self._limit)
-        if not finite:
+        tau = self._torque(tau)
+        out = np.empty(self._n_joints)
+        if not clamp_torques(tau, self._limit, out):
             raise InputError("torque command contains NaN or Inf")
         return out
 
@@ -544,33 +402,156 @@ class Simulator:
                            self._mt)
         return StepTerms(p, placements, W, self._n_joints), state
 
-    def _chart_velocity(self, q: np.ndarray, xi: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """ξ̇ = J(ξ)⁻¹ v: the rate of the chart coordinate ξ (q = q₀ ⊕ ξ) of a configuration
-        moving with velocity v, J = ∂(q₀ ⊕ ξ)/∂ξ (pinocchio ``dIntegrate``, ARG1)."""
-        J = pin.dIntegrate(self.model, q, xi, pin.ArgumentPosition.ARG1)
-        return np.linalg.solve(J, v)
-
     @property
     def last_contacts(self) -> Contacts | None:
         """The geometry contact set of the last ``contact_state`` (None for points)."""
         return self._contact_set
 
-    def _acceleration(self, q, v, tau, commit):
-        terms, state = self.contact_state(q, v, tau, self._contact_set)
-        res = self.contact.compute(state, commit=commit)
-        return state.contact_acceleration(res.f), terms, state, res
-
+    # ------------------------------------------------------------------ the step
     def step(self, tau) -> StepResult:
-        """Advance one step under the zero-order-hold torque τ (clamped to the effort limits).
+        """Advance one step under the zero-order-hold torque τ (clamped to the effort limits):
+        the step's terms (``_fast``: one compiled call that reads pinocchio's arrays, in the
+        common case; else ``contact_state``), the contact model, the integrator, the result.
 
         Raises:
             InputError: malformed τ (nothing changes).
             DivergenceError: the new state is NaN/Inf or too fast (not committed).
         """
-        lean = self._lean
-        if lean is not None and not self._external and "contact_state" not in self.__dict__:
-            return lean(tau)
-        return self._step(tau)
+        if type(tau) is not np.ndarray or tau.dtype is not _F64 or tau.shape != self._tau_shape:
+            tau = self._torque(tau)
+        fast = self._fast
+        terms = fast(tau) if fast is not None and not self._external else None
+        if terms is None:
+            terms = self._general_terms(tau)
+            if self._refresh_geo_args:  # the detection grew its arrays: the fast path's views
+                self._geo_args = self.geometry.step_args(self._limit, self._v_idx,
+                                                         self._zero_nv)
+                self._refresh_geo_args = False
+        q, v, W, m, state, tau_c, energy = terms[:7]
+        res = self.contact.compute(state, True)
+        f = res.f
+        nv, dt = self._nv, self._dt
+        t_new = self.t + dt
+        if self._euler:
+            buf = np.empty(3 * (nv + m))
+            speed = euler_into(W, m, nv, self._n_joints, f, v, dt, buf)
+            if not speed <= self._max_speed:
+                raise self._diverged(t_new, speed)
+            a, v_new = buf[:nv], buf[nv:2 * nv]
+            q_new = pin.integrate(self.model, q, buf[2 * nv:3 * nv])
+            if self._transport:
+                v_new = self._transported(W, m, q, q_new, buf)
+            vc_next = buf[3 * nv:].reshape(m, 3)
+        else:
+            q_new, v_new, a, vc_next, f, speed = rk4_step(self, q, v, tau_c, state, res)
+            if not speed <= self._max_speed:
+                raise self._diverged(t_new, speed)
+        return self._commit(terms, t_new, q_new, v_new, a, f, res, vc_next, energy)
+
+    def _commit(self, terms: tuple, t_new: float, q_new: np.ndarray, v_new: np.ndarray,
+                a: np.ndarray, f: np.ndarray, res, vc_next: np.ndarray,
+                energy: float) -> StepResult:
+        """The step's ``StepResult`` from its terms (their ``extra`` says how its views are
+        made), the state after it kept."""
+        _, _, W, m, state, tau_c, _, extra = terms
+        q_prev = self.q
+        tau_ext = f_ext = None
+        if self._has_objects:  # the robot's prefix for the outside; the objects apart
+            nq, nv = self.robot.nq, self.robot.nv
+            self.q_objects, self.v_objects = q_new[nq:], v_new[nv:]
+            q_new, v_new, a = q_new[:nq], v_new[:nv], a[:nv]
+        if extra[0] == "general":
+            _, p, placements, f_ext, tau_ext = extra
+            if tau_ext is not None:
+                tau_ext = tau_ext[:self.robot.nv]
+        else:
+            p, placements = None, _LAZY if extra[0] == "points" else None
+        result = StepResult(t_new, q_new, v_new, a, tau_c, p, state.phi, state.vc, f, None,
+                            res.active, res.stats, vc_next, f_ext, state.ids, placements,
+                            self._R_world, q_prev, energy, tau_ext)
+        if extra[0] != "general":
+            result._out = extra[1]
+        if self.geometry is not None:
+            result.contacts = self._contact_set
+            if extra[0] == "general":
+                result.frames = self._contact_set.frames
+                # the joints at the step's start (contact_state's compute)
+                result.joint_placements = self._joint_placements
+                result.q_objects, result.v_objects = self.q_objects, self.v_objects
+            else:
+                result._frames = result._joint_placements = _LAZY
+        if m:
+            out = np.empty(2)
+            contact_energy(W, m, self._nv, self._n_joints, f, vc_next, self._dt, out)
+            result.contact_work, result.contact_separation = out[0], out[1]
+        self.q, self.v, self.t = q_new, v_new, t_new
+        return result
+
+    # Each terms source returns (q, v, W, m, state, τ clamped, energy, extra): the whole
+    # model's state, the step buffer of ``robot.kernels.step_terms`` and its point count, the
+    # contact state, the energy at (q, v); ``extra`` says how the result's views are made.
+    def _general_terms(self, tau: np.ndarray) -> tuple:
+        """Any case (external forces, free objects, RK4): ``contact_state``."""
+        q, v = self.full_state()
+        step_terms_, state = self.contact_state(q, v, tau)
+        data = self.data
+        energy = data.kinetic_energy + data.potential_energy  # at (q, v), by computeAllTerms
+        W, m = state.packed[0], state.packed[1]
+        extra = ("general", step_terms_.p, step_terms_.placements, self._f_ext, self._tau_ext)
+        return q, v, W, m, state, step_terms_.tau, energy, extra
+
+    def _points_terms(self, tau: np.ndarray) -> tuple:
+        """Points contacts, semi-implicit Euler: one compiled call (``points_step``) on
+        pinocchio's arrays, views of one output buffer (``points_views``)."""
+        q, v, model, data = self.q, self.v, self.model, self.data
+        pin.computeAllTerms(model, data, q, v)
+        pin.cholesky.decompose(model, data)
+        energy = data.kinetic_energy + data.potential_energy
+        W = np.empty(self._W_size)
+        out = np.empty(self._out_size)
+        if not points_step(*self._points_args, v, tau, W, out):
+            raise InputError("torque command contains NaN or Inf")
+        m, nj, nv = self._m, self._n_joints, self._nv
+        phi, pt, vc, tau_c = points_views(out, m, nj)
+        if self._transport:
+            momentum_terms(W, m, nv, nj, v, self._ff_v, self._ff_com, self._mt)
+        state = ContactState.from_packed(self._dt, phi, vc, pt, self._mu, self._ids,
+                                         (W, m, nv, nj))
+        extra = ("points", (points_positions, points_placements, (out, m, nj, self._nb)))
+        return q, v, W, m, state, tau_c, energy, extra
+
+    def _geometry_terms(self, tau: np.ndarray) -> tuple | None:
+        """Geometry contacts without free objects, semi-implicit Euler: the detection and the
+        terms in one compiled call (``contact_geometry.detect_step``); None when the detection
+        needs Python (coal, longer work arrays: ``_general_terms`` then)."""
+        geo = self.geometry
+        if geo.timed:
+            return None
+        q, v, model, data = self.q, self.v, self.model, self.data
+        pin.computeAllTerms(model, data, q, v)
+        pin.cholesky.decompose(model, data)
+        energy = data.kinetic_energy + data.potential_energy
+        n, nf, finite, W, out, ints = detect_step(*self._geo_args, v, tau)
+        if n < 0 or nf:
+            self._refresh_geo_args = True
+            return None
+        if not finite:
+            raise InputError("torque command contains NaN or Inf")
+        nj, nv = self._n_joints, self._nv
+        o = n * (F_COLS + 3)  # step_out_views, inlined
+        floats, phi, vc = out[:n * F_COLS].reshape(n, F_COLS), out[o:o + n], \
+            out[o + n:o + 4 * n].reshape(n, 3)
+        tau_c = out[o + 4 * n:o + 4 * n + nj]
+        ints_ids = ints[:, I_ID]
+        self._contact_set = Contacts(floats, ints, self._joint_names)
+        geo.step_out = src = (out, n, nj, self._nb)
+        geo.curve(W, n, floats, ints)
+        if self._transport:
+            momentum_terms(W, n, nv, nj, v, self._ff_v, self._ff_com, self._mt)
+        state = ContactState.from_packed(self._dt, phi, vc, floats[:, F_PT:F_PT + 2],
+                                         floats[:, F_MU], ints_ids, (W, n, nv, nj))
+        return q, v, W, n, state, tau_c, energy, ("geometry", (step_points, step_placements,
+                                                               src))
 
     def _torque(self, tau) -> np.ndarray:
         """τ as a float array of the right length (``contact_state``'s check)."""
@@ -589,110 +570,6 @@ class Simulator:
         exc.t, exc.cause = t_new, what  # for the outcome of a run (runner)
         return exc
 
-    def _step_geometry(self, tau) -> StepResult:
-        """``_step`` for geometry contacts without free objects, semi-implicit Euler and no
-        external force: the same operations (one compiled call for the detection and the
-        terms, ``contact_geometry.detect_step``; one for the integration, ``euler_into``) with
-        fewer Python ones."""
-        if type(tau) is not np.ndarray or tau.dtype is not _F64 or tau.shape != self._tau_shape:
-            tau = self._torque(tau)
-        geo = self.geometry
-        if geo.timed:
-            return self._step(tau)
-        q, v, model, data = self.q, self.v, self.model, self.data
-        pin.computeAllTerms(model, data, q, v)
-        pin.cholesky.decompose(model, data)
-        energy = data.kinetic_energy + data.potential_energy
-        n, nf, finite, W, out, ints = detect_step(*self._geo_args, v, tau)
-        if n < 0 or nf:  # the detection needs Python (coal, or longer work arrays)
-            result = self._step(tau)
-            self._geo_args = geo.step_args(self._limit, self._v_idx, self._zero_nv)
-            return result
-        if not finite:
-            raise InputError("torque command contains NaN or Inf")
-        nj, nv, dt = self._n_joints, self._nv, self._dt
-        o = n * (F_COLS + 3)  # step_out_views, inlined
-        floats, phi, vc = out[:n * F_COLS].reshape(n, F_COLS), out[o:o + n], \
-            out[o + n:o + 4 * n].reshape(n, 3)
-        tau_c = out[o + 4 * n:o + 4 * n + nj]
-        ids = ints[:, I_ID]
-        contacts = Contacts(floats, ints, self._joint_names)
-        self._contact_set = contacts
-        geo.step_out = src = (out, n, nj, self._nb)
-        geo.curve(W, n, floats, ints)
-        if self._transport:
-            momentum_terms(W, n, nv, nj, v, self._ff_v, self._ff_com, self._mt)
-        res = self.contact.compute(ContactState.from_packed(
-            dt, phi, vc, floats[:, F_PT:F_PT + 2], floats[:, F_MU], ids, (W, n, nv, nj)), True)
-        f = res.f
-        buf = np.empty(3 * (nv + n))
-        speed = euler_into(W, n, nv, nj, f, v, dt, buf)
-        t_new = self.t + dt
-        if not speed <= self._max_speed:
-            raise self._diverged(t_new, speed)
-        v_new = buf[nv:2 * nv]
-        q_new = pin.integrate(model, q, buf[2 * nv:3 * nv])
-        if self._transport:
-            v_new = self._transported(W, n, q, q_new, buf)
-        result = StepResult(t_new, q_new, v_new, buf[:nv], tau_c, None, phi, vc, f, None,
-                            res.active, res.stats, buf[3 * nv:].reshape(n, 3), None, ids, None,
-                            None, q, energy, None)
-        result._out, result.contacts = (step_points, step_placements, src), contacts
-        result._frames = result._joint_placements = _LAZY  # (no free objects: q_objects empty)
-        if n:
-            self._contact_energy(W, n, f, result)
-        self.q, self.v, self.t = q_new, v_new, t_new
-        return result
-
-    def _step_points(self, tau) -> StepResult:
-        """``_step`` for points contacts, semi-implicit Euler and no external force: the same
-        operations (one compiled call for the terms, ``robot.kernels.points_step``; one for
-        the integration, ``euler_into``) with fewer Python ones."""
-        if type(tau) is not np.ndarray or tau.dtype is not _F64 or tau.shape != self._tau_shape:
-            tau = self._torque(tau)
-        q, v, model, data = self.q, self.v, self.model, self.data
-        pin.computeAllTerms(model, data, q, v)
-        pin.cholesky.decompose(model, data)
-        energy = data.kinetic_energy + data.potential_energy
-        W = np.empty(self._W_size)
-        out = np.empty(self._out_size)
-        if not points_step(*self._points_args, v, tau, W, out):
-            raise InputError("torque command contains NaN or Inf")
-        m, nj, nv, dt = self._m, self._n_joints, self._nv, self._dt
-        phi, pt, vc, tau_c = points_views(out, m, nj)
-        ids = self._ids
-        if self._transport:
-            momentum_terms(W, m, nv, nj, v, self._ff_v, self._ff_com, self._mt)
-        res = self.contact.compute(ContactState.from_packed(dt, phi, vc, pt, self._mu, ids,
-                                                            (W, m, nv, nj)), True)
-        f = res.f
-        buf = np.empty(self._euler_size)
-        speed = euler_into(W, m, nv, nj, f, v, dt, buf)
-        t_new = self.t + dt
-        if not speed <= self._max_speed:
-            raise self._diverged(t_new, speed)
-        v_new = buf[nv:2 * nv]
-        q_new = pin.integrate(model, q, buf[2 * nv:3 * nv])
-        if self._transport:
-            v_new = self._transported(W, m, q, q_new, buf)
-        result = StepResult(t_new, q_new, v_new, buf[:nv], tau_c, None, phi, vc, f, None,
-                            res.active, res.stats, buf[3 * nv:].reshape(m, 3), None, ids, _LAZY,
-                            self._R_world, q, energy, None)
-        result._out = (points_positions, points_placements, (out, m, nj, self._nb))
-        if m:
-            self._contact_energy(W, m, f, result)
-        self.q, self.v, self.t = q_new, v_new, t_new
-        return result
-
-    def _contact_energy(self, W: np.ndarray, m: int, f: np.ndarray,
-                        result: StepResult) -> None:
-        """``result.contact_work`` and ``contact_separation`` (``sim.integrator.contact_energy``)
-        from the step's buffer W (m points)."""
-        out = np.empty(2)
-        nv = self._nv
-        contact_energy(W, m, nv, self._n_joints, f, result.vc_next, self._dt, out)
-        result.contact_work, result.contact_separation = out[0], out[1]
-
     def _transported(self, W: np.ndarray, m: int, q: np.ndarray, q_new: np.ndarray,
                      buf: np.ndarray) -> np.ndarray:
         """ν⁺ of the free bodies' momentum transport (``sim.integrator.transport``); sets their
@@ -702,96 +579,3 @@ class Simulator:
         transport(W, m, nv, self._n_joints, q, q_new, buf[nv:2 * nv], buf[:nv], self._dt,
                   self._ff_v, self._ff_q, self._ff_com, self._mt, v_new)
         return v_new
-
-    def _step(self, tau) -> StepResult:
-        """``step`` in general: any integrator, external forces, free objects."""
-        settings, q_robot = self.settings, self.q
-        q, v = self.full_state()
-        dt, model = settings.dt, self.model
-        terms, state = self.contact_state(q, v, tau)
-        data = self.data
-        energy = data.kinetic_energy + data.potential_energy  # at (q, v), by computeAllTerms
-        tau = terms.tau
-        packed = state.packed
-        # (contact_state added the momentum terms; a state built from a dense M⁻¹, by a
-        # replaced contact_state, steps plainly)
-        transported = self._transport and packed is not None
-        res = self.contact.compute(state, commit=True)
-        f_ext, tau_ext = self._f_ext, self._tau_ext
-        if self._euler:
-            if packed is not None:
-                nv_all, m = len(v), packed[1]
-                buf = np.empty(3 * (nv_all + m))
-                speed = euler_into(*packed, res.f, v, dt, buf)
-                a, v_new, dq = buf[:nv_all], buf[nv_all:2 * nv_all], buf[2 * nv_all:3 * nv_all]
-                vc_next = buf[3 * nv_all:].reshape(m, 3)
-            else:  # a state built from a dense M⁻¹ (a replaced contact_state)
-                a = state.contact_acceleration(res.f)
-                v_new, vc_next, speed = euler_velocity(v, a, dt, state.Jc)
-                dq = dt * v_new
-            f = res.f
-        else:  # rk4 on the Lie group (Runge–Kutta–Munthe-Kaas, module docstring)
-            a1 = state.contact_acceleration(res.f)
-            v2 = v + 0.5 * dt * a1
-            xi2 = 0.5 * dt * v
-            a2, *_, r2 = self._acceleration(pin.integrate(model, q, xi2), v2, tau, False)
-            k2 = self._chart_velocity(q, xi2, v2)
-            v3 = v + 0.5 * dt * a2
-            xi3 = 0.5 * dt * k2
-            a3, *_, r3 = self._acceleration(pin.integrate(model, q, xi3), v3, tau, False)
-            k3 = self._chart_velocity(q, xi3, v3)
-            v4 = v + dt * a3
-            xi4 = dt * k3
-            a4, *_, r4 = self._acceleration(pin.integrate(model, q, xi4), v4, tau, False)
-            k4 = self._chart_velocity(q, xi4, v4)
-            a = (a1 + 2 * a2 + 2 * a3 + a4) / 6.0
-            v_new, vc_next, speed = euler_velocity(v, a, dt, state.Jc)
-            f = (res.f + 2 * r2.f + 2 * r3.f + r4.f) / 6.0
-        t_new = self.t + dt
-        if not speed <= settings.max_speed:
-            raise self._diverged(t_new, speed)
-        if self._euler:
-            q_new = pin.integrate(model, q, dq)
-            if transported:
-                v_new = self._transported(packed[0], packed[1], q, q_new, buf)
-        else:
-            q_new = pin.integrate(model, q, dt / 6.0 * (v + 2 * k2 + 2 * k3 + k4))
-        # q stays finite: v⁺ is finite and bounded, q was finite (checked by reset).
-        if self._has_objects:  # the robot's prefix for the outside; the objects apart
-            nq, nv = self.robot.nq, self.robot.nv
-            self.q_objects, self.v_objects = q_new[nq:], v_new[nv:]
-            q_new, v_new, a = q_new[:nq], v_new[:nv], a[:nv]
-            tau_ext = None if tau_ext is None else tau_ext[:nv]
-        result = StepResult(t_new, q_new, v_new, a, tau, terms.p, state.phi, state.vc, f, None,
-                            res.active, res.stats, vc_next, f_ext, state.ids, terms.placements,
-                            self._R_world, q_robot, energy, tau_ext)
-        if len(f):
-            if packed is not None:
-                self._contact_energy(packed[0], packed[1], f, result)
-            else:  # a dense state: ½ v⁺ᵀ M v⁺ − ½ v_fᵀ M v_f through its own G
-                P = dt * np.asarray(f, float).reshape(-1)
-                result.contact_work = float(P @ vc_next.reshape(-1) - 0.5 * P @ (
-                    state.Jc @ (state.Minv @ (state.Jc.T @ P))))
-                vn = vc_next.reshape(-1, 3)[:, 2]
-                result.contact_separation = float(np.sum(P[2::3] * np.maximum(vn, 0.0)
-                                                         * (P[2::3] > 0.0)))
-        if self.geometry is not None:
-            result.frames, result.contacts = self._contact_set.frames, self._contact_set
-            # the joints at the step's start (contact_state's compute; geometry_step_terms)
-            result.joint_placements = self._joint_placements
-            result.q_objects, result.v_objects = self.q_objects, self.v_objects
-        self.q, self.v, self.t = q_new, v_new, t_new
-        return result
-
-
-@kernel((F1, F1), error_model="numpy")
-def clamp(tau, limit):
-    """τ clamped to ``[−limit, limit]`` and whether every entry is finite."""
-    out = np.empty_like(tau)
-    finite = True
-    for j in range(tau.shape[0]):
-        x = tau[j]
-        if not abs(x) <= 1e308:
-            finite = False
-        out[j] = min(max(x, -limit[j]), limit[j])
-    return out, finite
