@@ -262,3 +262,29 @@ def test_a_killed_controller_leaves_the_robot_on_the_hold_and_a_new_one_resumes_
     finally:
         problems = env.close()
     assert not problems, "\n".join(problems)
+
+
+def test_the_controller_survives_a_simulator_restart():
+    """The simulator process killed (SIGKILL) and started again: the controller, which sees the
+    time jump back to 0, restarts its behaviour and the new loop runs — no controller restart."""
+    env = RosTest()
+    try:
+        first = env.start("simulator", scenario="stand", lockstep=True, real_time_factor=1.0)
+        env.start("controller", controller="wbc", behavior="stand")
+        probe = env.probe
+        odom = probe.record("odom", Odometry, depth=1000)
+        probe.record("/diagnostics", DiagnosticArray)
+        assert probe.spin_until(lambda: odom and stamp_ns(odom[-1]) > NS // 2, 300.0)
+        first.proc.kill()
+        first.wait(10.0)
+        env.processes = [(p, c) for p, c in env.processes if p is not first]
+        env.start("simulator", scenario="stand", lockstep=True, real_time_factor=1.0)
+        restarted = time.monotonic()
+        _, _, values = latest_status(probe, SIM_STATUS_NAME, restarted, 300.0,
+                                     lambda lv, m, v: int(v["commands_accepted"]) > 500)
+        assert values["diverged"] == ""
+        heights = [m.pose.pose.position.z for m in probe.since("odom", restarted)]
+        assert heights and min(heights) > MIN_BASE_HEIGHT
+    finally:
+        problems = env.close()
+    assert not problems, "\n".join(problems)
