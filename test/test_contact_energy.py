@@ -1,4 +1,4 @@
-"""Contacts never create energy (docs/physics.md "Energy"), every contact model.
+"""Contacts never create energy (docs/methods.md §3.1), every contact model.
 
 Per step, with E the kinetic + potential energy of every body and no torque or external force:
 

@@ -1,4 +1,4 @@
-"""The energy of each step: its gain and what explains it (docs/physics.md "Energy").
+"""The energy of each step: its gain and what explains it (docs/methods.md §3.1).
 
 A step's gain is ``ΔE − W_τ − W_ext`` (E kinetic + potential of every body; the work of the
 torques and external forces as ``cli.runner.energy_step`` counts it). It splits exactly into
