@@ -343,7 +343,8 @@ class Simulator:
         return out
 
     def contact_state(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray,
-                      contacts: Contacts | None = None) -> tuple[StepTerms, ContactState]:
+                      contacts: Contacts | None = None,
+                      momentum: bool = True) -> tuple[StepTerms, ContactState]:
         """The contact model's view of (q, v) under τ: points in contact frames, Jacobians,
         drifts and the factor of M (``TermsWorkspace``, ``robot.kernels.step_terms``); also
         sets the external force active at the current time.
@@ -354,7 +355,8 @@ class Simulator:
 
         With semi-implicit Euler and free rigid bodies, the state is the step's: τ_free and the
         drifts carry the momentum terms of ``sim.integrator`` (so a contact model asked here
-        answers what the step will ask it).
+        answers what the step will ask it); ``momentum=False`` leaves them out (the geometric
+        drifts alone).
 
         Raises:
             InputError: τ has the wrong length or is not finite.
@@ -385,7 +387,7 @@ class Simulator:
                     contacts)
             if not finite:
                 raise InputError("torque command contains NaN or Inf")
-            if self._transport:
+            if self._transport and momentum:
                 momentum_terms(W, state.n_points, self._nv, self._n_joints, v, self._ff_v,
                                self._ff_com, self._mt)
             return StepTerms(p, None, W, self._n_joints), state
@@ -397,7 +399,7 @@ class Simulator:
             raise InputError("torque command contains NaN or Inf")
         state = ContactState.from_packed(self.settings.dt, phi, vc, pt, self._mu, self._ids,
                                          (W, len(phi), self._nv, self._n_joints))
-        if self._transport:
+        if self._transport and momentum:
             momentum_terms(W, len(phi), self._nv, self._n_joints, v, self._ff_v, self._ff_com,
                            self._mt)
         return StepTerms(p, placements, W, self._n_joints), state
