@@ -237,6 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--contacts", choices=("points", "geometry"), default=None,
                          help="contact mode of every step and loop (default: the scenario's, "
                               "as --set contacts=)")
+    p_bench.add_argument("--ros", action="store_true",
+                         help="the closed loop over ROS 2 instead (needs rclpy): lockstep "
+                              "periods per second and the real-time factor achieved, two "
+                              "processes and composed, the biped's default demo and the "
+                              "humanoid, and the hardware form; writes bench_ros.json")
     p_bench.add_argument("--scaling", action="store_true",
                          help="contact scaling study (Chardonnet Fig. 5): a box on m = 4..64 "
                               "points, then on as many studs (geometry contacts; --contacts "
@@ -429,9 +434,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.steps < 1:
         raise ConfigError(f"--steps = {args.steps} must be >= 1")
+    if args.ros:
+        return _bench_ros(args)
     if args.scaling:
         return bench.scaling_command(args, recorder.write_summary)
     return bench.bench_command(args, recorder.write_summary)
+
+
+def _bench_ros(args: argparse.Namespace) -> int:
+    """``biped-sim bench --ros``: ``ros/bench.py`` in a process of its own (the command line
+    does not import rclpy), its rows in ``bench_ros.json``."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("rclpy") is None:
+        raise ConfigError("bench --ros needs rclpy: pip install -r requirements-ros.txt (ROS 2 "
+                          "Jazzy's wheels) or source a ROS 2 install")
+    folder = Path(args.out)
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "biped_contact_sim.ros.bench", "--out",
+               str(folder / "bench_ros.json")] + (["--quick", "--seconds", "2"] if args.smoke
+                                                  else [])
+    code = subprocess.call(command)
+    if code == 0:
+        print(f"results in {folder / 'bench_ros.json'}")
+    return EXIT_OK if code == 0 else EXIT_DIVERGED
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
