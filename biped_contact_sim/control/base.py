@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -160,12 +160,60 @@ class Behavior(ABC):
         return self.reference(t).stance
 
 
+class LazyInfo(MutableMapping):
+    """A controller's diagnostics built on first use: ``build()`` returns the dict.
+
+    The torques of a step need none of its figures, and most steps' figures are never read
+    (``biped-sim`` records them at its record rate); a controller captures what they are made
+    of (arrays of that step, never buffers the next step overwrites) and the dict is built
+    once, when it is first read. It behaves as that dict in every other respect.
+    """
+
+    __slots__ = ("_build", "_data")
+
+    def __init__(self, build: Callable[[], dict[str, Any]]):
+        self._build: Callable[[], dict[str, Any]] | None = build
+        self._data: dict[str, Any] | None = None
+
+    def _dict(self) -> dict[str, Any]:
+        data = self._data
+        if data is None:
+            data = self._data = self._build()
+            self._build = None
+        return data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._dict()[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._dict()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._dict()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._dict().get(key, default)
+
+    def __repr__(self) -> str:
+        return f"LazyInfo({self._dict()!r})"
+
+
 @dataclass
 class ControlOutput:
-    """Joint torques (clamped to the effort limits) and diagnostics (floats or arrays)."""
+    """Joint torques (clamped to the effort limits) and diagnostics (floats or arrays; a dict
+    or a ``LazyInfo``)."""
 
     tau: np.ndarray
-    info: dict[str, Any] = field(default_factory=dict)
+    info: MutableMapping[str, Any] = field(default_factory=dict)
 
 
 class Controller(ABC):
