@@ -160,13 +160,15 @@ class Behavior(ABC):
         return self.reference(t).stance
 
 
-class LazyInfo(MutableMapping):
-    """A controller's diagnostics built on first use: ``build()`` returns the dict.
+class LazyDict(MutableMapping):
+    """A dict built on first use: ``build()`` returns it.
 
-    The torques of a step need none of its figures, and most steps' figures are never read
-    (``biped-sim`` records them at its record rate); a controller captures what they are made
-    of (arrays of that step, never buffers the next step overwrites) and the dict is built
-    once, when it is first read. It behaves as that dict in every other respect.
+    A controller's ``info``: the torques of a step need none of its figures, and most steps'
+    figures are never read (``biped-sim`` records them at its record rate); the controller
+    captures what they are made of (arrays of that step, never buffers the next step
+    overwrites) and the dict is built once, when it is first read. A behaviour's
+    ``Reference.feet`` alike (``ctc`` never reads the targets). It behaves as the dict in
+    every other respect.
     """
 
     __slots__ = ("_build", "_data")
@@ -204,13 +206,13 @@ class LazyInfo(MutableMapping):
         return self._dict().get(key, default)
 
     def __repr__(self) -> str:
-        return f"LazyInfo({self._dict()!r})"
+        return f"LazyDict({self._dict()!r})"
 
 
 @dataclass
 class ControlOutput:
     """Joint torques (clamped to the effort limits) and diagnostics (floats or arrays; a dict
-    or a ``LazyInfo``)."""
+    or a ``LazyDict``)."""
 
     tau: np.ndarray
     info: MutableMapping[str, Any] = field(default_factory=dict)

@@ -105,7 +105,7 @@ import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim.control import wbc_kernels as wk
-from biped_contact_sim.control.base import Controller, ControlOutput, LazyInfo, Measurement
+from biped_contact_sim.control.base import Controller, ControlOutput, LazyDict, Measurement
 from biped_contact_sim.control.contact_set import ContactTransitions, blend_released
 from biped_contact_sim.control.internal_forces import InternalForces
 from biped_contact_sim.control.kernels import surface_resultant
@@ -114,6 +114,7 @@ from biped_contact_sim.control.wbc_plan import StepTables, drift_from_jacobians
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.control.wbc_stages import support_rows, task_rows
 from biped_contact_sim.errors import ConfigError, InputError
+from biped_contact_sim.jit import entry_point
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -186,6 +187,9 @@ class WholeBodyController(StepTables, Controller):
         #: stages 1–4 as one compiled call (``wbc_kernels.wbc_step``); False: the numpy stages
         self.compiled = (self._oMf is not None and self._j0 is not None
                          and drift_from_jacobians(robot.model))
+        #: ``wbc_step``'s entry (``jit.entry_point``: every argument is built here, of the
+        #: declared types), loaded at the first compiled step
+        self._step_entry = None
         self.reset()
 
     def reset(self) -> None:
@@ -308,7 +312,10 @@ class WholeBodyController(StepTables, Controller):
         if mode == 2:
             return self._compiled_stages(args, ref, t, stance, requested, bodies, measured, cops,
                                          force_info, name)
-        code, damped, k82, saturated, has_offset, sizes, out, geo = wk.wbc_step(
+        step = self._step_entry
+        if step is None:
+            step = self._step_entry = entry_point(wk.wbc_step)
+        code, damped, k82, saturated, has_offset, sizes, out, geo = step(
             *args, self.robot.effort_limit, (self._tau_offset if self._tau_offset is not None
                                              else self._empty), cops)
         if code == 1:
@@ -352,7 +359,7 @@ class WholeBodyController(StepTables, Controller):
                               geo[:n_s], f_pred if n_s else None, F_com, geo[n_s:], law, com,
                               com_vel, stuck, integral)
 
-        return ControlOutput(tau_cmd, LazyInfo(info))
+        return ControlOutput(tau_cmd, LazyDict(info))
 
     def _compiled_stages(self, args, ref, t, stance, requested, bodies, measured, cops,
                          force_info, name) -> ControlOutput | None:
