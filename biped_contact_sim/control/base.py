@@ -166,8 +166,7 @@ class LazyDict(MutableMapping):
     A controller's ``info``: the torques of a step need none of its figures, and most steps'
     figures are never read (``biped-sim`` records them at its record rate); the controller
     captures what they are made of (arrays of that step, never buffers the next step
-    overwrites) and the dict is built once, when it is first read. A behaviour's
-    ``Reference.feet`` alike (``ctc`` never reads the targets). It behaves as the dict in
+    overwrites) and the dict is built once, when it is first read. It behaves as the dict in
     every other respect.
     """
 
@@ -207,6 +206,40 @@ class LazyDict(MutableMapping):
 
     def __repr__(self) -> str:
         return f"LazyDict({self._dict()!r})"
+
+
+class LazyValues(Mapping):
+    """A mapping of known keys whose values are built on first use, one at a time:
+    ``value(key)``. ``Reference.feet`` of a behaviour whose targets cost more than the
+    controller reads (a whole-body controller uses none of the targets of the bodies in its
+    support, ``ctc`` none at all)."""
+
+    __slots__ = ("_done", "_keys", "_value")
+
+    def __init__(self, keys, value: Callable[[str], Any]):
+        self._keys = tuple(keys)
+        self._value = value
+        self._done: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        done = self._done
+        if key not in done:
+            if key not in self._keys:
+                raise KeyError(key)
+            done[key] = self._value(key)
+        return done[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __repr__(self) -> str:
+        return f"LazyValues({dict(self)!r})"
 
 
 @dataclass

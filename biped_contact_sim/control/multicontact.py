@@ -41,6 +41,7 @@ import pinocchio as pin
 from biped_contact_sim.control.base import (
     Behavior,
     FootTarget,
+    LazyValues,
     Reference,
     behavior_params,
     check_range,
@@ -361,7 +362,7 @@ class MultiContactBehavior(Behavior):
             com[2] -= p.com_amplitude * (1 - np.cos(w * tau))
             vel[2] = -p.com_amplitude * w * np.sin(w * tau)
             acc[2] = -p.com_amplitude * w * w * np.cos(w * tau)
-        hands = {n: self._hand(n, t) for n in HANDS}
+        hands = LazyValues(HANDS, lambda name: self._hand(name, t))  # built when read
         # The feet's CoPs under the CoM while it pre-leans on them (a quasi-static ZMP); back
         # to the soles' centres in the second half of the settle, the hands loaded by then.
         x = self.com0[0] + p.pre_lean * s0

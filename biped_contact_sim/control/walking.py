@@ -69,7 +69,7 @@ from scipy.linalg import solve_discrete_are
 from biped_contact_sim.control.base import (
     Behavior,
     FootTarget,
-    LazyDict,
+    LazyValues,
     Reference,
     behavior_params,
     check_range,
@@ -524,7 +524,8 @@ class WalkBehavior(Behavior):
         walk_state(self._q_j, self._v_j, self._a_j, k, (t - k * p.dt) / p.dt, p.dt, self.com,
                    self.com_vel, self.com_acc, self._jerk, kc, t - kc * p.dt, out)
         i = 3 * n
-        feet = {} if step is None else LazyDict(lambda: {step.swing: self.swing_target(step, t)})
+        feet = {} if step is None else LazyValues((step.swing,),
+                                                  lambda name: self.swing_target(step, t))
         cop = {name: self._cop_ref[name] for name in stance}
         return Reference(stance=stance, com=out[i:i + 3], com_vel=out[i + 3:i + 6],
                          com_acc=out[i + 6:i + 9], feet=feet, q_joints=out[:n],

@@ -143,9 +143,11 @@ class StepTables:
             for name in requested:
                 if name not in stance:
                     pose_tasks.append((self._bodies[name], ref.feet.get(name)))
-        for name, target in ref.feet.items():
+        feet = ref.feet
+        for name in feet:  # (the targets of support bodies are not read: see LazyValues)
             if name in stance or name in requested:
                 continue
+            target = feet[name]
             body = self._body(name)
             (force_tasks if target.normal is not None else pose_tasks).append((body, target))
         am = n_s == 2 and s.am_task
