@@ -105,6 +105,7 @@ class StepTables:
         self._qj0 = qi.start if contiguous else None
         self._oMf = frame_placements_view(model, data)
         self._com, self._vcom = data.com[0], data.vcom[0]  # views (copied for ``info``)
+        self._M = data.M  # A (upper triangle) as a view, for the compiled step
         self._views = (data.nle, data.J, data.dJ, data.Jcom, data.com[0], data.vcom[0],
                        data.acom[0], data.hg.angular)
         self._empty = np.zeros(0)
@@ -113,6 +114,7 @@ class StepTables:
         self._post = np.zeros((3, robot.n_joints))
         self._sup: dict[tuple, np.ndarray] = {}  # stance → the slots of its bodies
         self._task_tables: dict[tuple, tuple] = {}  # task layout → (tasks, task_par) template
+        self._ortho: tuple = (None, 0)  # (n_s ≥ 3 linkage rows, orthogonalize) of _layout
         self._flags0 = np.zeros(wk.N_FLAGS, dtype=np.int64)
         self._flags0[wk.F_HEADING] = int(s.kp_base > 0)
 
@@ -257,8 +259,9 @@ class StepTables:
             self.internal.general_rows(stance, np.array(anchors), np.array(rotations),
                                        data.com[0].copy())
         spec = self.internal._spec = self.internal._linkage[1]
-        ortho = int(n_s > 3 and bool((spec[:, 0] == NORMAL_FORCE).any()))
-        return spec, "general", ortho, len(spec)
+        if self._ortho[0] is not spec:  # whether the layout has normal-force rows, per layout
+            self._ortho = (spec, int(n_s > 3 and bool((spec[:, 0] == NORMAL_FORCE).any())))
+        return spec, "general", self._ortho[1], len(spec)
 
     def _share_inputs(self, ref, stance, scal: np.ndarray) -> int:
         """Load-share mode of the compiled step (``ctc.reference_load_shares``): 1 planned
