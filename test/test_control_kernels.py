@@ -9,8 +9,7 @@
   against the projector form of Sentis et al. eqs. 29–31 written with eigen-decomposition
   pseudo-inverses, on random rank-deficient Φ*, and its continuity where a task becomes
   dependent on the tasks above it (where the truncated pseudo-inverse jumps);
-* the pivoted-Cholesky factor of a PSD matrix against its definition; the joint-space inertia's
-  inverse against pinocchio's;
+* the pivoted-Cholesky factor of a PSD matrix against its definition;
 * the compiled constrained dynamics of a support (D, B, a0, f0; then Φ* = G Gᵀ, T) and the
   internal-force torques of eq. 42 against their numpy references (``control.linalg``), on the
   biped and the humanoid in flight, single, double, three- and four-contact support at random
@@ -117,23 +116,6 @@ def test_hermite_against_scipy():
             np.testing.assert_allclose(out[0], spline(tau * dt), atol=1e-12)
             np.testing.assert_allclose(out[1], spline(tau * dt, 1), atol=1e-9)
             np.testing.assert_allclose(out[2], (1 - tau) * a[k] + tau * a[k + 1], atol=1e-12)
-
-
-@pytest.mark.parametrize("robot_name", ["biped3d", "humanoid"])
-def test_inertia_inverse_against_pinocchio(robot_name):
-    """A⁻¹ of the compiled step (``inertia_inverse``, from A's upper triangle) is pinocchio's
-    ``cholesky.computeMinv`` at random states."""
-    robot = RobotModel.load(robot_name)
-    model, data = robot.model, robot.create_data()
-    rng = np.random.default_rng(3)
-    for _ in range(5):
-        q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
-        pin.computeAllTerms(model, data, q, rng.normal(size=model.nv))
-        got = lk.inertia_inverse(data.M)
-        pin.cholesky.decompose(model, data)
-        want = pin.cholesky.computeMinv(model, data)
-        np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-10 * np.abs(want).max())
-        np.testing.assert_array_equal(got, got.T)
 
 
 def test_psd_factor_and_whitening():

@@ -5,8 +5,7 @@ compare them); the docstrings there give the mathematics, those here what differ
 implementation:
 
 * ``cholesky``/``cho_solve``: X = C Cᵀ and X⁻¹B by substitution (numba has no triangular
-  solve); ``inertia_inverse``: A⁻¹ from A's upper triangle (reference: pinocchio's
-  ``cholesky.computeMinv``);
+  solve);
 * ``psd_factor``: Φ* = G Gᵀ by pivoted Cholesky, greedy on the largest remaining diagonal and
   stopping below ``rcond · max diag`` (the same loop as the reference, so both choose the same
   pivots); ``whitening``: T = G (GᵀG)⁻¹;
@@ -23,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from biped_contact_sim.control.linalg import NULL_FLOOR
-from biped_contact_sim.jit import F1, F2, I1, F2f, b1, f8, i8, kernel
+from biped_contact_sim.jit import F1, F2, I1, b1, f8, i8, kernel
 
 
 @kernel((F2, f8, f8))
@@ -50,44 +49,6 @@ def cholesky(X, rcond, scale):  # pragma: no cover - compiled
                 s -= C[i, k] * C[j, k]
             C[i, j] = s / c
     return True, C
-
-
-@kernel((F2f,))
-def inertia_inverse(M):  # pragma: no cover - compiled
-    """A⁻¹ (C-ordered, symmetric) of the joint-space inertia from its upper triangle (what
-    pinocchio's ``computeAllTerms`` fills): A = L Lᵀ by Cholesky, L⁻¹ by substitution,
-    A⁻¹ = L⁻ᵀ L⁻¹ — in the compiled step, where pinocchio's ``cholesky.computeMinv`` (its
-    reference, the same matrix to rounding) cost more than the whole factorisation here."""
-    n = M.shape[0]
-    L = np.zeros((n, n))
-    for j in range(n):
-        d = M[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        c = np.sqrt(d)
-        L[j, j] = c
-        for i in range(j + 1, n):
-            x = M[j, i]
-            for k in range(j):
-                x -= L[i, k] * L[j, k]
-            L[i, j] = x / c
-    X = np.zeros((n, n))  # L⁻¹, row by row
-    for i in range(n):
-        X[i, i] = 1.0 / L[i, i]
-        for j in range(i):
-            x = 0.0
-            for k in range(j, i):
-                x -= L[i, k] * X[k, j]
-            X[i, j] = x / L[i, i]
-    Minv = np.empty((n, n))
-    for i in range(n):
-        for j in range(i, n):
-            x = 0.0
-            for k in range(j, n):
-                x += X[k, i] * X[k, j]
-            Minv[i, j] = x
-            Minv[j, i] = x
-    return Minv
 
 
 @kernel((F2, F2))

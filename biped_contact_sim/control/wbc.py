@@ -255,25 +255,24 @@ class WholeBodyController(StepTables, Controller):
                 raise InputError(f"joint references must have length {joints[0]}")
 
         # Robot terms in one pass (computeAllTerms: A, h, the joint Jacobians J and J̇, J_com,
-        # the centroidal momentum, the body accelerations at v̇ = 0 that the drifts read), the
-        # frame placements and the CoM's drift; A⁻¹ in the compiled step, or from pinocchio's
-        # sparse Cholesky for the numpy stages.
+        # the centroidal momentum, the body accelerations at v̇ = 0 that the drifts read), A⁻¹
+        # from pinocchio's sparse Cholesky, the frame placements and the CoM's drift.
         pin.computeAllTerms(model, data, q, v)
+        pin.cholesky.decompose(model, data)
+        Minv = pin.cholesky.computeMinv(model, data)
         pin.updateFramePlacements(model, data)
         pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False)
 
         plan = self._plan(ref, t, stance, bodies, requested, meas)
         if self.compiled:
-            out = self._compiled_step(q, v, ref, t, stance, requested, bodies, measured, cops,
-                                      plan)
+            out = self._compiled_step(Minv, q, v, ref, t, stance, requested, bodies, measured,
+                                      cops, plan)
             if out is not None:
                 return out
-        pin.cholesky.decompose(model, data)
-        Minv = pin.cholesky.computeMinv(model, data)
         step = self._reference_step(Minv, q, v, ref, t, stance, bodies, measured, plan)
         return self._output(t, ref, stance, requested, cops, plan[-1], *step)
 
-    def _compiled_step(self, q, v, ref, t, stance, requested, bodies, measured, cops,
+    def _compiled_step(self, Minv, q, v, ref, t, stance, requested, bodies, measured, cops,
                        plan) -> ControlOutput | None:
         """Steps 1–5 by ``wbc_kernels.wbc_step``; where the internal-force reference needs a
         numpy step, stages 1–3 by ``wbc_kernels.wbc_stages``, then ``InternalForces.command``
@@ -305,7 +304,7 @@ class WholeBodyController(StepTables, Controller):
         flags[wk.F_LAW] = mode
         flags[wk.F_OFFSET_NEW] = (self.transitions.changed and self._tau_prev is not None
                                   and s.transition_time > 0.0)
-        args = (self._M, *self._views, self._oMf, q, v, self._mask, self._fids, self._centres,
+        args = (Minv, *self._views, self._oMf, q, v, self._mask, self._fids, self._centres,
                 self._consts, self._j0, self._qj0, sup, sup_local, tasks, par, post, flags,
                 self._R_base_ref, spec, f_int_user,
                 self._no_wrench if measured is None else measured,

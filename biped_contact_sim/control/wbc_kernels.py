@@ -1,8 +1,7 @@
 """The compiled control step of ``wbc``: one call from pinocchio's arrays to the torques.
 
 ``wbc_step`` runs the numbered stages of ``control.wbc`` (Sentis et al. 2010) on the arrays
-pinocchio's ``computeAllTerms`` leaves in its ``Data`` — A (its inverse by
-``linalg_kernels.inertia_inverse``), h, the joint Jacobians J and
+pinocchio's ``computeAllTerms`` leaves in its ``Data`` — A⁻¹, h, the joint Jacobians J and
 their time derivative J̇ (world frame), the CoM, its Jacobian and drift, the centroidal angular
 momentum, the frame placements — read as views, so that the Python layer only turns the
 reference into tables and reads the torques back:
@@ -36,7 +35,6 @@ import numpy as np
 from biped_contact_sim.control.kernels import linkage, surface_resultant, wrenches_at
 from biped_contact_sim.control.linalg_kernels import (
     constrained_space,
-    inertia_inverse,
     internal_force_law,
     psd_factor,
     task_torques,
@@ -331,9 +329,9 @@ def linkage_model(anchors, rotations, com, W_com, spec, ortho):  # pragma: no co
     return W_int, k82
 
 
-@kernel((F2f, F1, F2f, F2f, F2f, F1, F1, F1, F1, ro(F2s), F1, F1,
+@kernel((F2, F1, F2f, F2f, F2f, F1, F1, F1, F1, ro(F2s), F1, F1,
          B2, I1, F2, F1, i8, i8, I1, F2, I2, F2, F2, I1, F2, I2, F1, F2, F1, F1, F1, F1))
-def wbc_stages(M, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres,
+def wbc_stages(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres,
                consts, j0, qj0, sup, sup_local, tasks, task_par, post, flags, R_ref, spec,
                f_int_user, w_meas, integral, tau_prev, f_int_start,
                scal):  # pragma: no cover - compiled
@@ -367,7 +365,7 @@ def wbc_stages(M, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, c
     J_up, e_up, sizes, i_am, J_force, F_force = task_rows(
         J, dJ, Jcom, com, vcom, acom, oMf, mask, fids, v, consts, tasks, task_par, R_ref, hh)
     m_s = 6 * n_s
-    ok, D, B, a0, f0 = constrained_space(inertia_inverse(M), hh, J_s, gamma_s, j0, rcond)
+    ok, D, B, a0, f0 = constrained_space(Minv, hh, J_s, gamma_s, j0, rcond)
     W_com = np.zeros((6, m_s))
     none1, none2 = np.zeros(0), np.zeros((0, 0))
     if not ok:
@@ -433,10 +431,10 @@ def wbc_stages(M, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, c
             k82, f_task, ref, cmd, meas, alpha, start)
 
 
-@kernel((F2f, F1, F2f, F2f, F2f, F1, F1, F1, F1, ro(F2s), F1, F1,
+@kernel((F2, F1, F2f, F2f, F2f, F1, F1, F1, F1, ro(F2s), F1, F1,
          B2, I1, F2, F1, i8, i8, I1, F2, I2, F2, F2, I1, F2, I2, F1, F2, F1, F1, F1, F1,
          F1, F1, F2))
-def wbc_step(M, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres, consts,
+def wbc_step(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres, consts,
              j0, qj0, sup, sup_local, tasks, task_par, post, flags, R_ref, spec, f_int_user,
              w_meas, integral, tau_prev, f_int_start, scal, limit, tau_offset,
              cops):  # pragma: no cover - compiled
@@ -455,7 +453,7 @@ def wbc_step(M, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, cen
     """
     (code, tau, damped, anchors, origins, rotations, D, f0, G, T, W_com, W_int, k82, f_task,
      ref, cmd, meas, alpha, start) = wbc_stages(
-        M, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres, consts, j0,
+        Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres, consts, j0,
         qj0, sup, sup_local, tasks, task_par, post, flags, R_ref, spec, f_int_user, w_meas,
         integral, tau_prev, f_int_start, scal)
     n_s = sup.size

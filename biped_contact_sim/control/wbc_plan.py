@@ -105,7 +105,6 @@ class StepTables:
         self._qj0 = qi.start if contiguous else None
         self._oMf = frame_placements_view(model, data)
         self._com, self._vcom = data.com[0], data.vcom[0]  # views (copied for ``info``)
-        self._M = data.M  # A (upper triangle) as a view, for the compiled step
         self._views = (data.nle, data.J, data.dJ, data.Jcom, data.com[0], data.vcom[0],
                        data.acom[0], data.hg.angular)
         self._empty = np.zeros(0)
