@@ -30,18 +30,13 @@ the moments the process waits for a core. Rows:
   ``detect_us`` (the contact detection's CPU time per step) and ``detect_share`` (of the mean
   step), timed over ``steps // DETECT_PASS_DIVISOR`` more steps after the timed ones, so that
   the detection's clock reads do not count in the ratio;
-* ``closed_loop``: a whole ``biped-sim run`` loop (controller, step, observers, recording at
-  1 kHz) per simulated millisecond against the peer's ``mj_step`` per simulated millisecond,
-  for ``walk`` (ctc) and ``stand``, ``sway``, ``push``, ``walk`` (wbc) on penalty_fl and
-  gauss_seidel, with the real-time factor of that loop on one core (simulated time over the
-  CPU time of the loop).
+* ``closed_loop``: whole ``biped-sim run`` loops per simulated millisecond, biped and humanoid,
+  with their real-time factors and where their time goes (``cli.bench_loops``).
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +46,18 @@ import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim.cli import plots
-from biped_contact_sim.cli.runner import RUN_RECORD_RATE, JointPD, JointPDSettings, Run, build
+from biped_contact_sim.cli.bench_loops import (
+    BENCH_WARMUP_STEPS,
+    CLOCK,
+    CLOSED_LOOP,
+    SMOKE_LOOPS,
+    Timer,
+    closed_loops,
+    interleave,
+    median_us,
+    ratio,
+)
+from biped_contact_sim.cli.runner import JointPD, JointPDSettings, build
 from biped_contact_sim.contact import CONTACT_MODELS
 from biped_contact_sim.errors import BipedSimError, ConfigError
 from biped_contact_sim.robot import RobotModel
@@ -65,17 +71,9 @@ PEER_MISSING = ("the MuJoCo peer needs the 'mujoco' Python package, which is not
 PEER_SETTLE_S = 1.0  # [s] simulated before the stand check
 STAND_TOLERANCE = 0.02  # |Σ f_n / (m g) − 1| allowed for the peer to count as standing
 BLOCK = 20  # steps per timed block
-CLOCK = time.thread_time  # CPU time of this thread (module docstring)
-#: closed loops (scenario, controller) of the real-time targets, on each of LOOP_MODELS
-CLOSED_LOOP_SCENARIOS = (("walk", "ctc"), ("stand", "wbc"), ("sway", "wbc"), ("push", "wbc"),
-                         ("walk", "wbc"))
-LOOP_MODELS = ("penalty_fl", "gauss_seidel")
-CLOSED_LOOP = tuple((s, c, m) for m in LOOP_MODELS for s, c in CLOSED_LOOP_SCENARIOS)
-SMOKE_LOOPS = (("stand", "wbc", "penalty_fl"), ("walk", "ctc", "penalty_fl"))
 SMOKE_STEPS = 10  # --smoke: a few blocks of this many steps, only to check the outputs
 BENCH_SCENARIO = "stand"
 BENCH_STEPS = 2000
-BENCH_WARMUP_STEPS = 50
 #: geometry contacts: the detection is timed over steps // DETECT_PASS_DIVISOR more steps after
 #: the timed ones (not during them: its clock reads would count in the step)
 DETECT_PASS_DIVISOR = 4
@@ -159,6 +157,7 @@ class MujocoPeer:
         self.data.qpos[3:7] = (q0[6], q0[3], q0[4], q0[5])  # MuJoCo stores w, x, y, z
         self.data.qpos[adr] = q0[robot.q_idx]
         self.data.ctrl[:] = q_ref[robot.q_idx]
+        self.robot_name = robot.name
         self.weight = mj.mj_getTotalmass(self.model) * float(np.linalg.norm(self.model.opt.gravity))
         self._step = mj.mj_step
 
@@ -218,9 +217,6 @@ def make_peer(scenario: str) -> MujocoPeer:
     return MujocoPeer(robot, q0, q_ref, params["mu"], sc.dt)
 
 
-Timer = Callable[[int], "float | None"]
-
-
 class StepBench:
     """n steps of a simulator under its hold, the ``sim.step`` calls timed (``CLOCK``), the
     hold computed between them untimed; the first error ends it."""
@@ -245,41 +241,6 @@ class StepBench:
             self.error = f"{type(exc).__name__}: {exc}"
             return None
         return elapsed
-
-
-def _loop_timer(session: Run) -> Timer:
-    """Advance a run by n steps; the whole loop's wall time (None if it ended early)."""
-    def timer(n: int) -> float | None:
-        before, k = session.wall_time_s, session.k
-        session.advance(n)
-        return session.wall_time_s - before if session.k - k == n else None
-    return timer
-
-
-def interleave(timers: dict[str, Timer], steps: int, block: int) -> dict[str, list[float]]:
-    """Time ``block`` steps of each timer in turn, until each has been asked ``steps`` steps
-    (the last block takes the remainder).
-
-    Returns:
-        Per name, the per-step times [s] of its complete blocks (a run that ended early stops
-        contributing).
-    """
-    per_step: dict[str, list[float]] = {name: [] for name in timers}
-    sizes = [block] * (steps // block) + ([steps % block] if steps % block else [])
-    for n in sizes:
-        for name, timer in timers.items():
-            elapsed = timer(n)
-            if elapsed is not None:
-                per_step[name].extend([elapsed / n] * n)  # weighted: one entry per step
-    return per_step
-
-
-def _median_us(values: list[float]) -> float | None:
-    return 1e6 * statistics.median(values) if values else None
-
-
-def _ratio(ours: float | None, peer: float | None) -> float | None:
-    return ours / peer if ours is not None and peer else None
 
 
 def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = "mujoco",
@@ -348,13 +309,13 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
             geo.detect_time, geo.detect_calls = 0.0, 0
             step_bench(max(block, steps // DETECT_PASS_DIVISOR))
             geo.timed = False
-    peer_us = _median_us(times.get("peer", []))
+    peer_us = median_us(times.get("peer", []))
     for model, row in rows.items():
         if model in benches:
-            med = _median_us(times[model])
+            med = median_us(times[model])
             row.update(median_step_us=med, steps=len(times[model]), error=benches[model].error,
                        mean_step_us=1e6 * float(np.mean(times[model])) if times[model] else None,
-                       peer_step_us=peer_us, ratio_to_peer=_ratio(med, peer_us))
+                       peer_step_us=peer_us, ratio_to_peer=ratio(med, peer_us))
             geo = benches[model].sim.geometry  # geometry contacts: detection timed apart
             if geo is not None and geo.detect_calls and row["mean_step_us"]:  # share of a step
                 row["detect_us"] = 1e6 * geo.detect_time / geo.detect_calls
@@ -366,50 +327,10 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
 
     # 2. Closed loops: the whole runner loop per simulated ms against the peer's.
     if loop_steps and closed_loop:
-        log(f"closed loops: whole run loop, {loop_steps} steps each, interleaved")
-        loops, loop_rows = {}, []
-        timers = {"peer": mj_peer.step} if mj_peer is not None else {}
-        for scen, controller, model in closed_loop:
-            key = f"{scen}/{controller}/{model}"
-            row = {"scenario": scen, "controller": controller, "contact_model": model,
-                   "us_per_sim_ms": None, "real_time_factor": None, "steps": 0, "error": None,
-                   "peer": out["peer"], "peer_us_per_sim_ms": None, "ratio_to_peer": None}
-            loop_rows.append((key, row))
-            try:
-                # Observers at biped-sim run's default record rate (the files' writing is not
-                # timed: it is disk and message encoding, not the loop a controller sees).
-                loops[key] = session = Run(scen, model, controller, sets=sets, record_rate=None,
-                                           clock=CLOCK,
-                                           default_record_rate=RUN_RECORD_RATE)
-            except ConfigError as exc:
-                row["error"] = f"refused: {exc}"
-                continue
-            # Warm-up on a twin run (compiled kernels, caches), so that the timed run's
-            # time_shares, means over its whole loop, hold no compilation; the timed run
-            # itself still starts at t = 0.
-            Run(scen, model, controller, sets=sets, record_rate=None, clock=CLOCK,
-                default_record_rate=RUN_RECORD_RATE).advance(BENCH_WARMUP_STEPS)
-            timers[key] = _loop_timer(session)
-        times = interleave(timers, loop_steps, block)
-        peer_ms = _median_us(times.get("peer", []))
-        peer_ms = peer_ms / (1e3 * sc.dt) if peer_ms is not None else None
-        for key, row in loop_rows:
-            if key in loops:
-                session = loops[key]
-                per_step = _median_us(times[key])
-                dt_ms = 1e3 * session.sim.dt
-                us_ms = per_step / dt_ms if per_step is not None else None
-                res, wall = session.result, session.wall_time_s
-                # Where the loop's time goes (means over the run; the rest is the observers,
-                # the statistics and the loop itself): the profile of a missed target.
-                shares = {"step": res.step_time_s / wall, "control": res.control_time_s / wall}
-                shares["observers"] = 1.0 - shares["step"] - shares["control"]
-                row.update(us_per_sim_ms=us_ms, steps=len(times[key]),
-                           error=session.result.error, time_shares=shares,
-                           real_time_factor=1e3 / us_ms if us_ms else None,
-                           peer_us_per_sim_ms=peer_ms, ratio_to_peer=_ratio(us_ms, peer_ms))
-            out["closed_loop"].append(row)
-            log(_loop_text(key, row))
+        peer_robot = mj_peer.robot_name if mj_peer is not None else None
+        out["closed_loop"] = closed_loops(closed_loop, loop_steps, block, sets,
+                                          mj_peer.step if mj_peer is not None else None,
+                                          peer_robot, sc.dt, log)
     return out
 
 
@@ -421,18 +342,6 @@ def _row_text(model: str, row: dict[str, Any]) -> str:
     if row.get("detect_us") is not None:
         note += f"  (detection {row['detect_us']:.1f} µs, {100 * row['detect_share']:.0f} %)"
     return f"  {model:20s} {row['median_step_us']:10.1f} µs/step{ratio}{note}"
-
-
-def _loop_text(key: str, row: dict[str, Any]) -> str:
-    if row["us_per_sim_ms"] is None:
-        return f"  {key:32s} -  ({row['error']})"
-    ratio = f"  {row['ratio_to_peer']:6.1f}× MuJoCo" if row["ratio_to_peer"] else ""
-    note = f"  ({row['error']})" if row["error"] else ""
-    shares = row.get("time_shares") or {}
-    split = " (" + ", ".join(f"{k} {100 * v:.0f} %" for k, v in shares.items()) + ")" \
-        if shares else ""
-    return (f"  {key:32s} {row['us_per_sim_ms']:9.1f} µs per simulated ms{ratio}, "
-            f"{row['real_time_factor']:.2f}× real time{split}{note}")
 
 
 def bench_command(args, write_summary: Callable[[dict, Path], None]) -> int:

@@ -32,7 +32,7 @@ from biped_contact_sim.contact.base import Stats
 from biped_contact_sim.control import Controller, Measurement
 from biped_contact_sim.control.joint_pd import JointPD, JointPDSettings
 from biped_contact_sim.errors import BipedSimError, ConfigError, DivergenceError, unknown_name
-from biped_contact_sim.jit import B1, F1, F2, I1, f8, kernel
+from biped_contact_sim.jit import B1, F1, F2, I1, b1, f8, kernel
 from biped_contact_sim.record.buffer import RunningStat
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.observables import (
@@ -108,6 +108,7 @@ class RunResult:
     steps: int = 0
     step_time_s: float = 0.0
     control_time_s: float = 0.0
+    record_time_s: float = 0.0  # observers of the recorded steps, samples, ``on_sample``
     wall_time_s: float = 0.0
     duration: float = 0.0
     max_penetration: float = 0.0
@@ -352,6 +353,7 @@ class Run:
         # Count, sum, min, max, count > 0 of the statistics a model reports as arrays (Stats).
         self.stat_acc = np.zeros((5, len(self.stat_names)))
         self.stat_acc[2], self.stat_acc[3] = np.inf, -np.inf
+        self.no_stats = np.zeros(0)
         self.positive: dict[str, int] = {}  # steps with a statistic > 0 (solver_warnings)
         self.v_idx = robot.v_idx.astype(np.int64)
         self.energy = np.zeros(E_SLOTS)  # energy_step's slots
@@ -390,20 +392,19 @@ class Run:
             self.k += 1
             if closed_loop is not None:
                 closed_loop.observe(q_prev, step)
-            accumulate_step(self.acc, step.phi, step.f_contact, step.vc_next, step.active,
-                            self.mu)
-            energy_step(self.energy, step.energy_prev, step.tau, v_prev, step.v, self.v_idx,
-                        sim.dt, k * sim.dt)
+            stats = step.stats
+            packed = type(stats) is Stats and stats.names == self.stat_names
+            step_accumulators(self.acc, step.phi, step.f_contact, step.vc_next, step.active,
+                              self.mu, self.energy, step.energy_prev, step.tau, v_prev, step.v,
+                              self.v_idx, sim.dt, k * sim.dt, self.stat_acc,
+                              stats.values if packed else self.no_stats, packed)
             if step.tau_external is not None:  # Σ J_linᵀ F over the step, mid-step velocity
                 self.energy[E_WORK_EXT] += 0.5 * sim.dt * float(step.tau_external
                                                                  @ (v_prev + step.v))
             step_energy(self.step_e, step.energy_prev, self.energy[E_WORK_TAU]
                         + self.energy[E_WORK_EXT], step.contact_work, step.contact_separation,
                         float(step.f_contact[:, 2].sum()) if len(step.phi) else 0.0, k * sim.dt)
-            stats = step.stats
-            if type(stats) is Stats and stats.names == self.stat_names:
-                accumulate_stats(self.stat_acc, stats.values)
-            else:
+            if not packed:
                 for key, value in stats.items():
                     result.stats.setdefault(key, RunningStat()).append(float(value))
                     if value > 0:
@@ -412,11 +413,13 @@ class Run:
                     < FALL_HEIGHT_RATIO * self.base_z0:
                 result.fell = True
             if k % self.every == 0 or k == self.n_steps - 1:
+                t2 = clock()
                 info = dict(closed_loop.info) if closed_loop is not None else {}
                 sample = Sample(step, self.observer.observe(step, q_prev, v_prev), info)
                 result.samples.append(sample)
                 if self.on_sample is not None:
                     self.on_sample(sample)
+                result.record_time_s += clock() - t2
         if self.k >= self.n_steps:
             self.done = True
         self.wall_time_s += clock() - start
@@ -529,6 +532,18 @@ def accumulate_stats(acc, values):
         acc[3, j] = max(acc[3, j], x)
         if x > 0.0:
             acc[4, j] += 1.0
+
+
+@kernel((F1, F1, F2, F2, B1, f8, F1, f8, F1, F1, F1, I1, f8, f8, F2, F1, b1),
+        error_model="numpy")
+def step_accumulators(acc, phi, fc, vc_next, active, mu, e, energy_prev, tau, v_prev, v, v_idx,
+                      dt, t, stat_acc, values, with_stats):
+    """``accumulate_step``, ``energy_step`` and (``with_stats``) ``accumulate_stats`` of one
+    step in one call (``Run.advance``: three calls cost more than their arithmetic)."""
+    accumulate_step(acc, phi, fc, vc_next, active, mu)
+    energy_step(e, energy_prev, tau, v_prev, v, v_idx, dt, t)
+    if with_stats:
+        accumulate_stats(stat_acc, values)
 
 
 #: slots of ``energy_step``: first energy, last energy seen, work of τ, work of external forces,

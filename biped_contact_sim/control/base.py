@@ -21,7 +21,7 @@ import dataclasses
 import functools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -206,12 +206,95 @@ class Behavior(ABC):
         return self.reference(t).stance
 
 
+class LazyDict(MutableMapping):
+    """A dict built on first use: ``build()`` returns it.
+
+    A controller's ``info``: the torques of a step need none of its figures, and most steps'
+    figures are never read (``biped-sim`` records them at its record rate); the controller
+    captures what they are made of (arrays of that step, never buffers the next step
+    overwrites) and the dict is built once, when it is first read. It behaves as the dict in
+    every other respect.
+    """
+
+    __slots__ = ("_build", "_data")
+
+    def __init__(self, build: Callable[[], dict[str, Any]]):
+        self._build: Callable[[], dict[str, Any]] | None = build
+        self._data: dict[str, Any] | None = None
+
+    def _dict(self) -> dict[str, Any]:
+        data = self._data
+        if data is None:
+            data = self._data = self._build()
+            self._build = None
+        return data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._dict()[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._dict()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._dict()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._dict().get(key, default)
+
+    def __repr__(self) -> str:
+        return f"LazyDict({self._dict()!r})"
+
+
+class LazyValues(Mapping):
+    """A mapping of known keys whose values are built on first use, one at a time:
+    ``value(key)``. ``Reference.feet`` of a behaviour whose targets cost more than the
+    controller reads (a whole-body controller uses none of the targets of the bodies in its
+    support, ``ctc`` none at all)."""
+
+    __slots__ = ("_done", "_keys", "_value")
+
+    def __init__(self, keys, value: Callable[[str], Any]):
+        self._keys = tuple(keys)
+        self._value = value
+        self._done: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        done = self._done
+        if key not in done:
+            if key not in self._keys:
+                raise KeyError(key)
+            done[key] = self._value(key)
+        return done[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __repr__(self) -> str:
+        return f"LazyValues({dict(self)!r})"
+
+
 @dataclass
 class ControlOutput:
-    """Joint torques (clamped to the effort limits) and diagnostics (floats or arrays)."""
+    """Joint torques (clamped to the effort limits) and diagnostics (floats or arrays; a dict
+    or a ``LazyDict``)."""
 
     tau: np.ndarray
-    info: dict[str, Any] = field(default_factory=dict)
+    info: MutableMapping[str, Any] = field(default_factory=dict)
 
 
 class Controller(ABC):

@@ -94,6 +94,14 @@ class ContactTransitions:
         """The support set at time t, from the requested stance and the measured wrenches
         (sole frame, [f; τ], normal force f_z); sets ``changed`` (differs from the last step).
         """
+        if requested == self.support:
+            # The common step: the support is the requested stance. Nothing joins or leaves,
+            # no ramp of unloading runs on (every body is requested), none is stuck: what the
+            # general path below gives, without its sets.
+            self.unloading.clear()
+            self.stuck = ()
+            self.changed = False
+            return self.support
         req = set(requested)
         if self.support is None:
             support = set(req)

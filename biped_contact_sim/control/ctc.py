@@ -84,6 +84,7 @@ from biped_contact_sim.control.base import (
     Behavior,
     Controller,
     ControlOutput,
+    LazyDict,
     Measurement,
     Reference,
     check_range,
@@ -95,7 +96,9 @@ from biped_contact_sim.control.linalg import closed_chain as closed_chain_refere
 from biped_contact_sim.control.linalg import (
     sole_centre_allocation as sole_centre_allocation_reference,
 )
+from biped_contact_sim.control.wbc_kernels import C_G, N_CONSTS, N_SCAL, S_A2, S_AX, S_CX
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.jit import entry_point
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -429,6 +432,12 @@ class ComputedTorqueController(Controller):
                          and type(self).internal_forces
                          is ComputedTorqueController.internal_forces)
         self._slots: dict[tuple, np.ndarray] = {}
+        self._ordered: dict[frozenset, tuple] = {}  # stance set → names in body order
+        #: load-share inputs of ``ctc_step`` (``wbc_kernels`` layout: S_* figures, g at C_G)
+        self._share_in = np.zeros(N_SCAL)
+        self._share_consts = np.zeros(N_CONSTS)
+        self._share_consts[C_G] = self._g
+        self._step_entry = None  # ``ctc_step``'s entry (``jit.entry_point``), at the first step
 
     def contact_set(self, meas: Measurement, ref: Reference) -> tuple[str, ...]:
         """The feet held as stance constraints at ``meas.t`` (our addition to eq. 30).
@@ -442,15 +451,25 @@ class ComputedTorqueController(Controller):
         Without measured wrenches the reference decides.
         """
         s = self.settings
-        stance = set(ref.stance)
-        if len(stance) < 2 or not meas.wrenches or s.unload_force <= 0.0:
+        if len(ref.stance) < 2 or not meas.wrenches or s.unload_force <= 0.0:
             return tuple(ref.stance)
-        future = set(self.behavior.stance_at(meas.t + s.lookahead))
-        lifting = {name for name in stance - future
-                   if name in meas.wrenches and meas.wrenches[name][2] < s.unload_force}
-        if lifting and lifting != stance:
-            stance -= lifting
-        return tuple(b.name for b in self.robot.contact_bodies if b.name in stance)
+        # the unloaded feet first: the future stance (a search of the behaviour's schedule)
+        # only matters for them, and on most steps there are none
+        wrenches = meas.wrenches
+        unloaded = [name for name in ref.stance
+                    if name in wrenches and wrenches[name][2] < s.unload_force]
+        stance = set(ref.stance)
+        if unloaded:
+            future = set(self.behavior.stance_at(meas.t + s.lookahead))
+            lifting = {name for name in unloaded if name not in future}
+            if lifting and lifting != stance:
+                stance -= lifting
+        key = frozenset(stance)
+        ordered = self._ordered.get(key)
+        if ordered is None:
+            ordered = self._ordered[key] = tuple(b.name for b in self.robot.contact_bodies
+                                                 if b.name in stance)
+        return ordered
 
     def load_shares(self, ref: Reference, stance: tuple[str, ...]) -> np.ndarray | None:
         """Load shares α_k of the stance feet (``reference_load_shares``), or None (not two
@@ -509,6 +528,11 @@ class ComputedTorqueController(Controller):
             a_des += s.kd * ref.v_joints
         if ref.a_joints is not None:
             a_des += ref.a_joints
+        stance = self.contact_set(meas, ref)
+        if self.compiled and stance:
+            out = self._compiled_step(meas, ref, stance, a_des, q_err)
+            if out is not None:
+                return out
 
         shares: dict[str, np.ndarray | None] = {"value": None}
 
@@ -517,37 +541,23 @@ class ComputedTorqueController(Controller):
             c = self.internal_forces(meas, stance, lam0, null_basis, shares["value"])
             return np.zeros(null_basis.shape[1]) if c is None else c
 
-        stance = self.contact_set(meas, ref)
         self._Jb = None
-        dyn = None
-        if self.compiled and stance:
-            dyn = self._compiled_dynamics(meas, ref, stance, a_des, shares)
-        if dyn is None:
-            dyn = constrained_inverse_dynamics(robot, self.data, meas.q, meas.v, a_des, stance,
-                                               s.rcond, law, s.kd_stance, self)
+        dyn = constrained_inverse_dynamics(robot, self.data, meas.q, meas.v, a_des, stance,
+                                           s.rcond, law, s.kd_stance, self)
         tau = dyn.tau
         limit = robot.effort_limit
         clamped = np.minimum(np.maximum(tau, -limit), limit)
         saturated = int(np.count_nonzero(clamped != tau))
         if s.clamp:
             tau = clamped
-        info = {
-            "lam": dyn.lam,
-            "stance": stance,
-            "a_des": a_des,
-            "q_err": q_err,
-            "tracking_error": math.sqrt(np.dot(q_err, q_err) / len(q_err)),
-            "constraint_residual": dyn.constraint_residual,
-            "saturated": saturated,
-            "load_share": shares["value"],
-        }
-        return ControlOutput(tau, info)
+        return ControlOutput(tau, _info(dyn.lam, stance, a_des, q_err, dyn.constraint_residual,
+                                        saturated, shares["value"]))
 
-    def _compiled_dynamics(self, meas: Measurement, ref: Reference, stance, a_des: np.ndarray,
-                           shares: dict) -> ConstrainedDynamics | None:
-        """``constrained_inverse_dynamics`` with the sole-centre allocation as one compiled
-        call (``ctc_kernels.ctc_step``) after pinocchio's ``computeAllTerms``; None where the
-        numpy path must take the step (flight, a singular chain)."""
+    def _compiled_step(self, meas: Measurement, ref: Reference, stance, a_des: np.ndarray,
+                       q_err: np.ndarray) -> ControlOutput | None:
+        """Steps 1, 3, 4, the load shares and the clamp as one compiled call
+        (``ctc_kernels.ctc_step``) after pinocchio's ``computeAllTerms``; None where the numpy
+        path must take the step (a singular chain)."""
         s, robot, model, data = self.settings, self.robot, self.robot.model, self.data
         q = np.ascontiguousarray(meas.q, float)
         v = np.ascontiguousarray(meas.v, float)
@@ -557,25 +567,73 @@ class ComputedTorqueController(Controller):
         if slots is None:
             slots = self._slots[stance] = np.array([self._slot[n] for n in stance],
                                                    dtype=np.int64)
-        alpha = self.load_shares(ref, stance)
-        allocate = not (s.cop_length == 0.0 and alpha is None)
+        share_in = self._share_in
+        mode = self._share_mode(ref, stance, share_in)
+        step = self._step_entry
+        if step is None:
+            step = self._step_entry = entry_point(ctc_step)
         M, h, J, dJ = self._views
-        code, a, tau, lam, residual = ctc_step(
-            M, h, J, dJ, self._oMf, self._mask, self._fids, v, slots, self._rows_arr,
-            np.ascontiguousarray(a_des, float), robot.n_base_v, s.rcond, s.kd_stance, allocate,
-            s.cop_length, self._centres, self._no_shares if alpha is None else alpha,
-            self._force_rows_arr)
+        code, out = step(M, h, J, dJ, self._oMf, self._mask, self._fids, v, slots,
+                         self._rows_arr, np.ascontiguousarray(a_des, float), robot.n_base_v,
+                         s.rcond, s.kd_stance, s.cop_length, self._centres,
+                         self._force_rows_arr, mode, share_in, self._share_consts,
+                         robot.effort_limit, s.clamp)
         if code != 0:
             return None
-        if len(stance) == 2:  # the allocation ran (a closed chain): its shares
-            shares["value"] = alpha
-        nr = len(self._rows)
-        wrenches = {}
-        for k, name in enumerate(stance):
-            w = np.zeros(6)
-            w[self._rows] = lam[nr * k:nr * (k + 1)]
-            wrenches[name] = w
-        return ConstrainedDynamics(a, tau, wrenches, float(residual), np.zeros((0, 0)))
+        nv, nj = model.nv, len(a_des)
+        tau = out[nv:nv + nj]
+        rows, nr = self._rows, len(self._rows)
+
+        def info() -> dict:  # built when first read, from this step's arrays
+            i = nv + nj + nr * len(stance)
+            lam = out[nv + nj:i]
+            wrenches = {}
+            for k, name in enumerate(stance):
+                w = np.zeros(6)
+                w[rows] = lam[nr * k:nr * (k + 1)]
+                wrenches[name] = w
+            alpha = out[i + 2:]
+            return _info(wrenches, stance, a_des, q_err, float(out[i]), int(out[i + 1]),
+                         alpha.copy() if alpha.size else None)
+
+        return ControlOutput(tau, LazyDict(info))
+
+    def _share_mode(self, ref: Reference, stance, share_in: np.ndarray) -> int:
+        """The load-share input of ``ctc_step`` (``reference_load_shares``): 0 none (not two
+        feet, ``load_share`` off, no reference for them), 1 the reference's planned α_2, 2 its
+        cart-table ZMP (CoM and acceleration), written into ``share_in``.
+
+        Raises:
+            ConfigError: ``Reference.load_share`` lacks a stance foot.
+        """
+        if not self.settings.load_share or len(stance) != 2:
+            return 0
+        if ref.load_share is not None:
+            try:
+                share_in[S_A2] = float(ref.load_share[stance[1]])
+            except KeyError:
+                raise ConfigError(f"Reference.load_share names {sorted(ref.load_share)}; "
+                                  f"it needs the stance foot {stance[1]!r}") from None
+            return 1
+        if ref.com is None or ref.com_acc is None:
+            return 0
+        share_in[S_CX:S_CX + 3] = ref.com
+        share_in[S_AX:S_AX + 3] = ref.com_acc
+        return 2
+
+
+def _info(lam, stance, a_des, q_err, residual, saturated, shares) -> dict:
+    """``ComputedTorqueController.compute``'s diagnostics (its docstring)."""
+    return {
+        "lam": lam,
+        "stance": stance,
+        "a_des": a_des,
+        "q_err": q_err,
+        "tracking_error": math.sqrt(np.dot(q_err, q_err) / len(q_err)),
+        "constraint_residual": residual,
+        "saturated": saturated,
+        "load_share": shares,
+    }
 
 
 def _index_of(idx: np.ndarray) -> slice | np.ndarray:

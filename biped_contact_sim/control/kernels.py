@@ -15,7 +15,8 @@ control step. The tests compare every kernel with its numpy/pinocchio reference.
 * ``wrenches_at``: measured sole wrenches (sole frame, about the sole origin) to world
   wrenches about the anchors P_k, f = R f_s, m_P = R τ_s − (P − o) × f;
 * ``hermite``: joint references between two grid points, cubic Hermite in q from (q, v),
-  linear in v̇ (``walking.WalkBehavior.reference``), and the CoM's constant-jerk cubic;
+  linear in v̇; ``walk_state``: those and the CoM's constant-jerk cubic in one call
+  (``walking.WalkBehavior.reference``);
 * ``sole_centre_allocation``: ``ctc``'s internal-wrench allocation (its numpy reference
   ``control.linalg.sole_centre_allocation``);
 * ``closed_chain``: ``ctc``'s closed-chain accelerations (QR of J_b, the joint accelerations
@@ -147,6 +148,26 @@ def hermite(q, v, a, k, tau, dt, q_out, v_out, a_out):  # pragma: no cover - com
         a_out[i] = (1.0 - tau) * a[k, i] + tau * a[k + 1, i]
 
 
+@kernel((ro(F2s), ro(F2s), ro(F2s), i8, f8, f8, ro(F2s), ro(F2s), ro(F2s), ro(F2s), i8, f8,
+         F1))
+def walk_state(q, v, a, k, tau, dt, c, dc, ddc, jerk, kc, tau_c,
+               out):  # pragma: no cover - compiled
+    """``out`` = [q, v, v̇ (``hermite`` between rows k and k + 1 at the fraction tau); the
+    CoM's constant-jerk cubic from row kc at tau_c seconds: c + ċ τ + c̈ τ²/2 + j τ³/6, its
+    velocity ċ + c̈ τ + j τ²/2 and acceleration c̈ + j τ] (``walking.WalkBehavior.reference``,
+    whose numpy form ``com_state`` is the same expressions)."""
+    n = q.shape[1]
+    hermite(q, v, a, k, tau, dt, out[:n], out[n:2 * n], out[2 * n:3 * n])
+    t2 = tau_c * tau_c / 2
+    t3 = t2 * tau_c / 3
+    i = 3 * n
+    for d in range(3):
+        x0, x1, x2, x3 = c[kc, d], dc[kc, d], ddc[kc, d], jerk[kc, d]
+        out[i + d] = x0 + x1 * tau_c + x2 * t2 + x3 * t3
+        out[i + 3 + d] = x1 + x2 * tau_c + x3 * t2
+        out[i + 6 + d] = x2 + x3 * tau_c
+
+
 @kernel((ro(F1), ro(F2s), ro(F2s), ro(F3), ro(F2), f8, ro(F1), ro(I1), ro(I1)))
 def sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho, shares, rows,
                            force_rows):  # pragma: no cover - compiled
@@ -263,4 +284,4 @@ def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - comp
 
 
 __all__ = ["closed_chain", "hermite", "linkage", "point_rows", "sole_centre_allocation",
-           "surface_resultant", "wrenches_at"]
+           "surface_resultant", "walk_state", "wrenches_at"]

@@ -41,6 +41,7 @@ import pinocchio as pin
 from biped_contact_sim.control.base import (
     Behavior,
     FootTarget,
+    LazyValues,
     Reference,
     behavior_params,
     check_range,
@@ -222,7 +223,9 @@ class LeanOnTableBehavior(Behavior):
         acc = np.array([p.pre_lean * dds0 / p.reach_time ** 2, 0.0, 0.0]) \
             + dds / p.lean_time ** 2 * direction
         carry = FootTarget(com - self.com0, vel, acc)
-        hands = {"left_hand": self._left(t), "right_hand": self._right(t, carry)}
+        hands = LazyValues(("left_hand", "right_hand"),  # built when read
+                           lambda name: self._left(t) if name == "left_hand"
+                           else self._right(t, carry))
         if t < self.t_land:  # towards the arm's posture on the table, with the hand
             posture = self.q_joints + s0 * (self.q_on_table - self.q_joints)
         else:

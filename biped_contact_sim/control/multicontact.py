@@ -41,6 +41,7 @@ import pinocchio as pin
 from biped_contact_sim.control.base import (
     Behavior,
     FootTarget,
+    LazyValues,
     Reference,
     behavior_params,
     check_range,
@@ -350,24 +351,32 @@ class MultiContactBehavior(Behavior):
         t = max(float(t), 0.0)
         s0, ds0, dds0 = _sigma(t / p.reach_time)
         s, ds, dds = _sigma((t - self.t_lean) / p.lean_time)
-        lean = np.array([p.lean, p.lean_y, 0.0])
-        com = self.com0 + np.array([p.pre_lean * s0, 0.0, 0.0]) + s * lean
-        vel = np.array([p.pre_lean * ds0 / p.reach_time, 0.0, 0.0]) + ds / p.lean_time * lean
-        acc = np.array([p.pre_lean * dds0 / p.reach_time ** 2, 0.0, 0.0]) \
-            + dds / p.lean_time ** 2 * lean
+        # com0 + (pre_lean σ₀, 0, 0) + σ (lean, lean_y, 0) and its derivatives, by component
+        # (the same operations as the vector form, without its temporaries)
+        c0x, c0y, c0z = self.com0
+        k1, k2 = ds / p.lean_time, dds / p.lean_time ** 2
+        com = np.array([c0x + p.pre_lean * s0 + s * p.lean, c0y + 0.0 + s * p.lean_y,
+                        c0z + 0.0 + s * 0.0])
+        vel = np.array([p.pre_lean * ds0 / p.reach_time + k1 * p.lean, 0.0 + k1 * p.lean_y,
+                        0.0 + k1 * 0.0])
+        acc = np.array([p.pre_lean * dds0 / p.reach_time ** 2 + k2 * p.lean,
+                        0.0 + k2 * p.lean_y, 0.0 + k2 * 0.0])
         if t > self.t_slide:
             w = 2 * np.pi / p.com_period
             tau = t - self.t_slide
             com[2] -= p.com_amplitude * (1 - np.cos(w * tau))
             vel[2] = -p.com_amplitude * w * np.sin(w * tau)
             acc[2] = -p.com_amplitude * w * w * np.cos(w * tau)
-        hands = {n: self._hand(n, t) for n in HANDS}
+        hands = LazyValues(HANDS, lambda name: self._hand(name, t))  # built when read
         # The feet's CoPs under the CoM while it pre-leans on them (a quasi-static ZMP); back
         # to the soles' centres in the second half of the settle, the hands loaded by then.
         x = self.com0[0] + p.pre_lean * s0
         back = _sigma((t - self.t_settle - 0.5 * p.settle) / (0.5 * p.settle))[0]
-        cop = {n: (1 - back) * np.array([x - self.sole_x[n], 0.0]) + back * self.sole_centre[n]
-               for n in FEET}
+        cop = {}
+        for n in FEET:
+            centre = self.sole_centre[n]
+            cop[n] = np.array([(1 - back) * (x - self.sole_x[n]) + back * centre[0],
+                               (1 - back) * 0.0 + back * centre[1]])
         # postures: the arms towards the table with the hands, then leaned; the right arm
         # towards the panel with its hand
         if t < self.t_land:

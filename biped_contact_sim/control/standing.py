@@ -41,6 +41,13 @@ def _positive(name: str, value: Any, allow_zero: bool = False) -> float:
     return float(value)
 
 
+def _frozen(x: np.ndarray) -> np.ndarray:
+    """A read-only copy (shared by the references of every step)."""
+    out = np.array(x, float)
+    out.flags.writeable = False
+    return out
+
+
 class _DoubleSupport(Behavior):
     """Common part: footholds, sole centres, CoM and posture from q0."""
 
@@ -88,12 +95,16 @@ class _DoubleSupport(Behavior):
         self.com0 = np.array([*np.mean(centres, axis=0)[:2], com0[2]])
         if self.params["com_height"] is not None:
             self.com0[2] = _positive("com_height", self.params["com_height"])
-        self.q_joints = q0[robot.q_idx].copy()
+        self.q_joints = _frozen(q0[robot.q_idx])
+        self._cop = {k: _frozen(c) for k, c in self.cop.items()}
+        self._com0, self._zero3, self._zero6 = _frozen(self.com0), _frozen(np.zeros(3)), \
+            _frozen(np.zeros(6))
 
     def _reference(self, com, com_vel, com_acc, internal) -> Reference:
+        # A new Reference every call (a caller may replace its fields), its constant arrays
+        # shared and read-only: a control step allocates no copies of them.
         return Reference(stance=self.stance, com=com, com_vel=com_vel, com_acc=com_acc,
-                         q_joints=self.q_joints, internal=internal,
-                         cop={k: c.copy() for k, c in self.cop.items()})
+                         q_joints=self.q_joints, internal=internal, cop=dict(self._cop))
 
 
 class StandBehavior(_DoubleSupport):
@@ -111,7 +122,7 @@ class StandBehavior(_DoubleSupport):
 
     def reference(self, t: float) -> Reference:
         """Constant references: CoM over the feet centre, zero internal forces."""
-        return self._reference(self.com0.copy(), np.zeros(3), np.zeros(3), np.zeros(6))
+        return self._reference(self._com0, self._zero3, self._zero3, self._zero6)
 
 
 class SwayBehavior(_DoubleSupport):

@@ -69,11 +69,12 @@ from scipy.linalg import solve_discrete_are
 from biped_contact_sim.control.base import (
     Behavior,
     FootTarget,
+    LazyValues,
     Reference,
     behavior_params,
     check_range,
 )
-from biped_contact_sim.control.kernels import hermite
+from biped_contact_sim.control.kernels import walk_state
 from biped_contact_sim.errors import ConfigError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -261,6 +262,10 @@ class WalkBehavior(Behavior):
         self.sole_centre = {b.name: 0.5 * (b.offsets.min(axis=0) + b.offsets.max(axis=0))
                             for b in robot.contact_bodies}
         self.sole_corners = {b.name: b.offsets[:, :2].copy() for b in robot.contact_bodies}
+        self._cop_ref = {}  # the references' CoPs: the sole centres, shared and read-only
+        for name, centre in self.sole_centre.items():
+            self._cop_ref[name] = centre[:2].copy()
+            self._cop_ref[name].flags.writeable = False
         pin.framesForwardKinematics(model, data, q0)
         start = {n: data.oMf[f].translation.copy() for n, f in self.frames.items()}
         self.com0 = pin.centerOfMass(model, data, q0).copy()
@@ -511,12 +516,18 @@ class WalkBehavior(Behavior):
         p = self.params
         t = min(max(float(t), 0.0), self._t_end)
         stance, step = self.phase(t)
-        com, dcom, ddcom = self.com_state(t)
         k = min(math.floor(t / p.dt), len(self.times) - 2)
+        kc = min(max(math.floor(t / p.dt), 0), len(self.times) - 1)  # com_state's row
         n = self.robot.n_joints
-        q_j, v_j, a_j = np.empty(n), np.empty(n), np.empty(n)
-        hermite(self._q_j, self._v_j, self._a_j, k, (t - k * p.dt) / p.dt, p.dt, q_j, v_j, a_j)
-        feet = {} if step is None else {step.swing: self.swing_target(step, t)}
-        cop = {n: self.sole_centre[n][:2].copy() for n in stance}
-        return Reference(stance=stance, com=com, com_vel=dcom, com_acc=ddcom, feet=feet,
-                         q_joints=q_j, v_joints=v_j, a_joints=a_j, cop=cop)
+        # one compiled call fills one new array (the Reference's arrays are views of it)
+        out = np.empty(3 * n + 9)
+        walk_state(self._q_j, self._v_j, self._a_j, k, (t - k * p.dt) / p.dt, p.dt, self.com,
+                   self.com_vel, self.com_acc, self._jerk, kc, t - kc * p.dt, out)
+        i = 3 * n
+        feet = {} if step is None else LazyValues((step.swing,),
+                                                  lambda name: self.swing_target(step, t))
+        cop = {name: self._cop_ref[name] for name in stance}
+        return Reference(stance=stance, com=out[i:i + 3], com_vel=out[i + 3:i + 6],
+                         com_acc=out[i + 6:i + 9], feet=feet, q_joints=out[:n],
+                         v_joints=out[n:2 * n], a_joints=out[2 * n:3 * n], cop=cop)
+

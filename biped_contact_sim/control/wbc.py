@@ -105,7 +105,7 @@ import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim.control import wbc_kernels as wk
-from biped_contact_sim.control.base import Controller, ControlOutput, Measurement
+from biped_contact_sim.control.base import Controller, ControlOutput, LazyDict, Measurement
 from biped_contact_sim.control.contact_set import ContactTransitions, blend_released
 from biped_contact_sim.control.internal_forces import InternalForces
 from biped_contact_sim.control.kernels import surface_resultant
@@ -114,6 +114,7 @@ from biped_contact_sim.control.wbc_plan import StepTables, drift_from_jacobians
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.control.wbc_stages import support_rows, task_rows
 from biped_contact_sim.errors import ConfigError, InputError
+from biped_contact_sim.jit import entry_point
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -166,6 +167,8 @@ class WholeBodyController(StepTables, Controller):
         # Sole centres (sole frame): the middle of each foot's contact points.
         self._sole_centre = {b.name: 0.5 * (b.offsets.min(axis=0) + b.offsets.max(axis=0))
                              for b in robot.contact_bodies}
+        self._q_shape, self._v_shape, self._j_shape = (robot.nq,), (robot.nv,), \
+            (robot.n_joints,)
         self._vi = index_of(robot.v_idx)
         self._qi = index_of(robot.q_idx)
         self._base_frame = robot.model.getFrameId(robot.base_link)
@@ -184,6 +187,9 @@ class WholeBodyController(StepTables, Controller):
         #: stages 1–4 as one compiled call (``wbc_kernels.wbc_step``); False: the numpy stages
         self.compiled = (self._oMf is not None and self._j0 is not None
                          and drift_from_jacobians(robot.model))
+        #: ``wbc_step``'s entry (``jit.entry_point``: every argument is built here, of the
+        #: declared types), loaded at the first compiled step
+        self._step_entry = None
         self.reset()
 
     def reset(self) -> None:
@@ -227,7 +233,7 @@ class WholeBodyController(StepTables, Controller):
             q = np.ascontiguousarray(q, float)
         if not isinstance(v, np.ndarray) or v.dtype != float or not v.flags.c_contiguous:
             v = np.ascontiguousarray(v, float)
-        if q.shape != (robot.nq,) or v.shape != (robot.nv,):
+        if q.shape != self._q_shape or v.shape != self._v_shape:
             raise InputError(f"measurement: q must have length {robot.nq} and v {robot.nv}; "
                              f"got {q.shape} and {v.shape}")
         t = meas.t
@@ -243,10 +249,10 @@ class WholeBodyController(StepTables, Controller):
                 oMs = data.oMf[self._bodies[name].frame_id]
                 self._released[name] = (t, oMs.translation.copy(), oMs.rotation.copy())
         measured, cops = self._measured(meas, stance)
-        n = robot.n_joints
+        joints = self._j_shape
         for x in (ref.q_joints, ref.v_joints, ref.a_joints):
-            if x is not None and np.shape(x) != (n,):
-                raise InputError(f"joint references must have length {n}")
+            if x is not None and getattr(x, "shape", None) != joints and np.shape(x) != joints:
+                raise InputError(f"joint references must have length {joints[0]}")
 
         # Robot terms in one pass (computeAllTerms: A, h, the joint Jacobians J and J̇, J_com,
         # the centroidal momentum, the body accelerations at v̇ = 0 that the drifts read), A⁻¹
@@ -306,38 +312,54 @@ class WholeBodyController(StepTables, Controller):
         if mode == 2:
             return self._compiled_stages(args, ref, t, stance, requested, bodies, measured, cops,
                                          force_info, name)
-        code, damped, k82, saturated, has_offset, sizes, out, geo = wk.wbc_step(
+        step = self._step_entry
+        if step is None:
+            step = self._step_entry = entry_point(wk.wbc_step)
+        code, damped, k82, saturated, has_offset, sizes, out, geo = step(
             *args, self.robot.effort_limit, (self._tau_offset if self._tau_offset is not None
                                              else self._empty), cops)
         if code == 1:
             return None
         if code == 2:
             raise InputError("two commanded CoPs coincide: no tension line between them")
-        n, n_s = self.robot.n_joints, len(stance)
+        n, n_s = self._j_shape[0], len(stance)
         tau_cmd = out[:n]
         self._tau_offset = out[n:2 * n] if has_offset else None
         self._tau_prev = tau_cmd
-        i = 2 * n
-        f_pred, i = out[i:i + 6 * n_s], i + 6 * n_s
-        F_com, i = out[i:i + 6 * (n_s > 0)], i + 6 * (n_s > 0)
-        law = None
+        labels = None
         if mode == 1:
             n_ref, n_meas, n_alpha, n_start = sizes
-            F_int, i = out[i:i + m_int], i + m_int
-            f_int_ref, f_int_cmd = out[i:i + n_ref], out[i + n_ref:i + 2 * n_ref]
-            i += 2 * n_ref
-            f_int_meas, i = out[i:i + n_meas], i + n_meas
-            alpha, i = out[i:i + n_alpha], i + n_alpha
             if recompute:
+                i = 2 * n + 6 * n_s + 6 * (n_s > 0) + m_int + 2 * n_ref + n_meas + n_alpha
                 self.internal._f_int_start = out[i:i + n_start]
             labels = (self.internal.eq82_rows(stance, k82)[1] if name == "eq82"
                       else self.internal._linkage[2])
-            law = (f_int_ref, f_int_cmd, f_int_meas if contact_ok else None,
-                   alpha if n_alpha else None, F_int, labels, name)
         else:
             self.internal.no_linkage(stance)
-        return self._info(ref, stance, requested, tau_cmd, saturated, damped, force_info,
-                          geo[:n_s], f_pred if n_s else None, F_com, geo[n_s:], law)
+        # The figures of ``info``, built when first read: what they are made of is this
+        # step's (``out``, ``geo`` are new arrays of each call; the state read is copied).
+        com, com_vel = self._com.copy(), self._vcom.copy()
+        stuck = self.transitions.stuck
+        integral = self.internal.integral.copy() if mode == 1 else None
+
+        def info() -> dict:
+            i = 2 * n
+            f_pred, i = out[i:i + 6 * n_s], i + 6 * n_s
+            F_com, i = out[i:i + 6 * (n_s > 0)], i + 6 * (n_s > 0)
+            law = None
+            if mode == 1:
+                F_int, i = out[i:i + m_int], i + m_int
+                f_int_ref, f_int_cmd = out[i:i + n_ref], out[i + n_ref:i + 2 * n_ref]
+                i += 2 * n_ref
+                f_int_meas, i = out[i:i + n_meas], i + n_meas
+                alpha = out[i:i + n_alpha]
+                law = (f_int_ref, f_int_cmd, f_int_meas if contact_ok else None,
+                       alpha if n_alpha else None, F_int, labels, name)
+            return self._info(ref, stance, requested, tau_cmd, saturated, damped, force_info,
+                              geo[:n_s], f_pred if n_s else None, F_com, geo[n_s:], law, com,
+                              com_vel, stuck, integral)
+
+        return ControlOutput(tau_cmd, LazyDict(info))
 
     def _compiled_stages(self, args, ref, t, stance, requested, bodies, measured, cops,
                          force_info, name) -> ControlOutput | None:
@@ -451,15 +473,16 @@ class WholeBodyController(StepTables, Controller):
                 cops[k] = origins[k] + rotations[k] @ cops[k]
         if law is not None:
             law = (*law, W_int @ f_pred, labels, name)
-        return self._info(ref, stance, requested, tau_cmd, int(np.count_nonzero(tau != tau_cmd)),
-                          fallbacks, force_info, anchors, f_pred, F_com, cops, law)
+        info = self._info(ref, stance, requested, tau_cmd, int(np.count_nonzero(tau != tau_cmd)),
+                          fallbacks, force_info, anchors, f_pred, F_com, cops, law,
+                          self._com.copy(), self._vcom.copy(), self.transitions.stuck,
+                          None if law is None else self.internal.integral.copy())
+        return ControlOutput(tau_cmd, info)
 
     def _info(self, ref, stance, requested, tau_cmd, saturated, fallbacks, force_info, anchors,
-              f_pred, F_com, cops, law) -> ControlOutput:
-        """The torques and their diagnostics (``ControlOutput.info``)."""
-        data = self.data
-        com = data.com[0].copy()
-        info: dict = {"com": com, "com_vel": data.vcom[0].copy()}
+              f_pred, F_com, cops, law, com, com_vel, stuck, integral) -> dict:
+        """The torques' diagnostics (``ControlOutput.info``) from the figures of a step."""
+        info: dict = {"com": com, "com_vel": com_vel}
         if ref.com is None:
             info["com_ref"], info["com_error"] = None, float("nan")
         else:
@@ -469,9 +492,9 @@ class WholeBodyController(StepTables, Controller):
         info["saturated"] = int(saturated)
         info["fallbacks"] = int(fallbacks)
         info["stance"] = stance
-        if stance != requested or self.transitions.stuck:
+        if stance != requested or stuck:
             info["requested_stance"] = requested
-            info["stuck"] = self.transitions.stuck
+            info["stuck"] = stuck
         if force_info:
             info["force_tasks"] = force_info
         info["cop_refs"] = anchors
@@ -487,11 +510,11 @@ class WholeBodyController(StepTables, Controller):
             info["f_int_pred"] = F_int
             info["f_int"] = f_int_meas if f_int_meas is not None else np.full(len(F_int), np.nan)
             info["f_int_labels"] = labels
-            info["int_integral"] = self.internal.integral.copy()
+            info["int_integral"] = integral
             if name == "eq82":
                 info["tension_ref"] = float(f_int_ref[0])
                 info["tension"] = float(info["f_int"][0])
-        return ControlOutput(tau_cmd, info)
+        return info
 
     # ------------------------------------------------------------------ task helpers
     def _blend(self, name: str, target, t: float):
@@ -533,16 +556,19 @@ class WholeBodyController(StepTables, Controller):
         """Measured sole wrenches of the stance bodies, (n_s, 6), or None if one is missing or
         carries less than ``min_normal_force``; and their CoPs in the sole frames
         (−τ_y/f_z, τ_x/f_z, 0) (Sentis eqs. 6–7), NaN where unloaded."""
-        out = np.empty((len(stance), 6))
-        cops = np.full((len(stance), 3), np.nan)
+        n_s = len(stance)
+        out = np.empty((n_s, 6))
+        cops = np.empty((n_s, 3))
+        cops.fill(np.nan)
         ok = True
-        for k, name in enumerate(stance):
-            w = meas.wrenches.get(name)
-            if w is None or w[2] < self.settings.min_normal_force:
+        wrenches, least = meas.wrenches, self.settings.min_normal_force
+        for k in range(n_s):
+            w = wrenches.get(stance[k])
+            if w is None or w[2] < least:
                 ok = False
                 continue
             out[k] = w
-            cops[k] = (-w[4] / w[2], w[3] / w[2], 0.0)
+            cops[k, 0], cops[k, 1], cops[k, 2] = -w[4] / w[2], w[3] / w[2], 0.0
         return (out if ok else None), cops
 
 

@@ -104,6 +104,7 @@ class StepTables:
         self._j0 = vi.start if contiguous else None
         self._qj0 = qi.start if contiguous else None
         self._oMf = frame_placements_view(model, data)
+        self._com, self._vcom = data.com[0], data.vcom[0]  # views (copied for ``info``)
         self._views = (data.nle, data.J, data.dJ, data.Jcom, data.com[0], data.vcom[0],
                        data.acom[0], data.hg.angular)
         self._empty = np.zeros(0)
@@ -111,6 +112,10 @@ class StepTables:
         self._no_spec = np.zeros((0, 3), dtype=np.int64)
         self._post = np.zeros((3, robot.n_joints))
         self._sup: dict[tuple, np.ndarray] = {}  # stance → the slots of its bodies
+        self._task_tables: dict[tuple, tuple] = {}  # task layout → (tasks, task_par) template
+        self._ortho: tuple = (None, 0)  # (n_s ≥ 3 linkage rows, orthogonalize) of _layout
+        self._flags0 = np.zeros(wk.N_FLAGS, dtype=np.int64)
+        self._flags0[wk.F_HEADING] = int(s.kp_base > 0)
 
     def _plan(self, ref, t: float, stance, bodies, requested, meas: Measurement) -> tuple:
         """The step's tables (``wbc_kernels`` layout) from the reference: the support slots and
@@ -124,32 +129,33 @@ class StepTables:
             sup = self._sup[stance] = np.array([self._slot[b.name] for b in bodies],
                                                dtype=np.int64)
         sup_local = np.empty((n_s, 3))
-        for k, b in enumerate(bodies):
-            cop = ref.cop.get(b.name)
+        cops, centre = ref.cop, self._sole_centre
+        for k in range(n_s):
+            name = bodies[k].name
+            cop = cops.get(name)
             if cop is None:
-                sup_local[k] = self._sole_centre[b.name]
+                sup_local[k] = centre[name]
             else:
-                sup_local[k] = (cop[0], cop[1], 0.0)
+                sup_local[k, 0], sup_local[k, 1], sup_local[k, 2] = cop[0], cop[1], 0.0
         # bodies outside the support with a task: pose targets (swing feet, reaching hands; a
         # requested body not yet loaded keeps its target, or is damped), force/position tasks
         pose_tasks, force_tasks = [], []
-        for name in requested:
-            if name not in stance:
-                pose_tasks.append((self._bodies[name], ref.feet.get(name)))
-        for name, target in ref.feet.items():
+        if requested != stance:
+            for name in requested:
+                if name not in stance:
+                    pose_tasks.append((self._bodies[name], ref.feet.get(name)))
+        feet = ref.feet
+        for name in feet:  # (the targets of support bodies are not read: see LazyValues)
             if name in stance or name in requested:
                 continue
+            target = feet[name]
             body = self._body(name)
             (force_tasks if target.normal is not None else pose_tasks).append((body, target))
         am = n_s == 2 and s.am_task
-        kinds = ([wk.COM] if ref.com is not None else []) + ([wk.AM] if am else []) \
-            + [wk.POSE] * len(pose_tasks) + [wk.FORCE] * len(force_tasks) \
-            + ([wk.ORIENT] if s.kp_base > 0 else []) + ([wk.ORIENT] if s.kp_torso > 0 else [])
-        tasks = np.zeros((len(kinds), 2), dtype=np.int64)
-        tasks[:, 0] = kinds
-        par = np.zeros((len(kinds), wk.PAR))
+        has_com = ref.com is not None
+        tasks, par = self._task_table(has_com, am, len(pose_tasks), len(force_tasks))
         k = 0
-        if ref.com is not None:
+        if has_com:
             par[0, wk.P_P:wk.P_P + 3] = ref.com
             if ref.com_vel is not None:
                 par[0, wk.P_V:wk.P_V + 3] = ref.com_vel
@@ -175,21 +181,45 @@ class StepTables:
                 par[k, wk.P_WR:wk.P_WR + 6] = w
                 par[k, wk.P_HASW] = 1.0
             k += 1
-        for slot, kp, kd, on in ((self._base_slot, s.kp_base, s.kd_base, s.kp_base > 0),
-                                 (self._torso_slot, s.kp_torso, s.kd_torso, s.kp_torso > 0)):
-            if on:  # base: upright with the stance's heading; torso: the same (our addition)
-                tasks[k, 1] = slot
-                par[k, wk.P_KP], par[k, wk.P_KD] = kp, kd
-                k += 1
         post = self._post
-        flags = np.zeros(wk.N_FLAGS, dtype=np.int64)
-        for row, (i, x) in enumerate(((wk.F_POST_Q, ref.q_joints), (wk.F_POST_V, ref.v_joints),
-                                      (wk.F_POST_A, ref.a_joints))):
-            if x is not None:
-                post[row] = x
-                flags[i] = 1
-        flags[wk.F_HEADING] = int(s.kp_base > 0)
+        flags = self._flags0.copy()
+        if ref.q_joints is not None:
+            post[0] = ref.q_joints
+            flags[wk.F_POST_Q] = 1
+        if ref.v_joints is not None:
+            post[1] = ref.v_joints
+            flags[wk.F_POST_V] = 1
+        if ref.a_joints is not None:
+            post[2] = ref.a_joints
+            flags[wk.F_POST_A] = 1
         return sup, sup_local, tasks, par, post, flags, force_info
+
+    def _task_table(self, has_com: bool, am: bool, n_pose: int, n_force: int) -> tuple:
+        """(tasks, task_par) of a step, fresh copies of the layout's template: the kinds in
+        priority order — CoM ≻ [angular momentum, double support] ≻ bodies outside the
+        support (pose; force/position) ≻ base ≻ torso — with the base and torso rows' slots
+        and gains filled; the other rows' targets are the step's."""
+        key = (has_com, am, n_pose, n_force)
+        hit = self._task_tables.get(key)
+        if hit is None:
+            s = self.settings
+            kinds = ([wk.COM] if has_com else []) + ([wk.AM] if am else []) \
+                + [wk.POSE] * n_pose + [wk.FORCE] * n_force \
+                + ([wk.ORIENT] if s.kp_base > 0 else []) \
+                + ([wk.ORIENT] if s.kp_torso > 0 else [])
+            tasks = np.zeros((len(kinds), 2), dtype=np.int64)
+            tasks[:, 0] = kinds
+            par = np.zeros((len(kinds), wk.PAR))
+            k = int(has_com) + int(am) + n_pose + n_force
+            for slot, kp, kd, on in ((self._base_slot, s.kp_base, s.kd_base, s.kp_base > 0),
+                                     (self._torso_slot, s.kp_torso, s.kd_torso,
+                                      s.kp_torso > 0)):
+                if on:  # base: upright with the stance's heading; torso: the same (our addition)
+                    tasks[k, 1] = slot
+                    par[k, wk.P_KP], par[k, wk.P_KD] = kp, kd
+                    k += 1
+            hit = self._task_tables[key] = (tasks, par)
+        return hit[0].copy(), hit[1].copy()
 
     def _pose_par(self, task: np.ndarray, par: np.ndarray, body, target) -> None:
         """A pose task's slot, gains and target (``body_tasks``: no target, only damped)."""
@@ -228,8 +258,9 @@ class StepTables:
             self.internal.general_rows(stance, np.array(anchors), np.array(rotations),
                                        data.com[0].copy())
         spec = self.internal._spec = self.internal._linkage[1]
-        ortho = int(n_s > 3 and bool((spec[:, 0] == NORMAL_FORCE).any()))
-        return spec, "general", ortho, len(spec)
+        if self._ortho[0] is not spec:  # whether the layout has normal-force rows, per layout
+            self._ortho = (spec, int(n_s > 3 and bool((spec[:, 0] == NORMAL_FORCE).any())))
+        return spec, "general", self._ortho[1], len(spec)
 
     def _share_inputs(self, ref, stance, scal: np.ndarray) -> int:
         """Load-share mode of the compiled step (``ctc.reference_load_shares``): 1 planned

@@ -114,7 +114,9 @@ def foot_wrenches(robot: RobotModel, data: pin.Data, q: np.ndarray,
     """
     if step.contacts is not None:
         if _from_step(step, q):
-            W, _, _, _, _, _ = _compiled_geometry(robot, step, MIN_NORMAL_FORCE)
+            c = step.contacts
+            W = geometry_sole_wrenches(c.body1, c.body2, c.p1, c.p2, c.frames, step.f_contact,
+                                       step.joint_placements, *_geometry_layout(robot))
             return {body.name: W[k] for k, body in enumerate(robot.contact_bodies)}
         return _geometry_feet(robot, data, q, step, MIN_NORMAL_FORCE, False)[1]
     if step.placements is not None and step.q_prev is not None and (
@@ -471,33 +473,25 @@ def _sole_pose(P, S):
     return R, o
 
 
-@kernel((I1s, I1s, F2s, F2s, F3s, F2, F3, I1, F3, i8, f8), error_model="numpy")
-def geometry_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, sole,
-                      n_robot_joints, min_normal_force):
-    """The wrenches of geometry contacts (``Observer.observe_geometry``; numpy reference
-    ``_geometry_feet`` and ``observe_geometry_reference``). Contact i pushes body 1 with
-    ``f_i = C_i f_c,i`` (world) at p₁ and body 2 with ``−f_i`` at p₂; ``placements`` (nj, 3, 4)
-    are the joints' ``[R | t]`` at the step's start.
-
-    Returns:
-        W (nb, 6): per contact body k (sole frame (R_k, o_k) on joint j_k),
-        ``[R_kᵀ F_k; R_kᵀ Σ (p − o_k) × f]`` of the contacts on j_k; normal (nb,): their Σ f_n;
-        cop (nb, 3): ``Σ f_n p / Σ f_n`` (NaN below ``min_normal_force``); B (nj, 6): per joint
-        j > 0, ``[Σ f; Σ (p − o_j) × f]`` (world) over its contacts as body 1 plus those as body 2,
-        o_j its origin (robot joints, j < n_robot_joints) or, per side, the mean of that side's
-        points (free objects); side1, side2 (nj,) bool: j is body 1 / body 2 of a contact.
-    """
-    m = body1.shape[0]
-    nj = placements.shape[0]
-    nb = body_joint.shape[0]
+@kernel((F3s, F2), error_model="numpy")
+def _world_forces(frames, fc):
+    """f_i = C_i f_c,i (world) of every contact (m, 3)."""
+    m = fc.shape[0]
     fw = np.empty((m, 3))
     for i in range(m):
         for r in range(3):
             fw[i, r] = frames[i, r, 0] * fc[i, 0] + frames[i, r, 1] * fc[i, 1] \
                 + frames[i, r, 2] * fc[i, 2]
-    W = np.zeros((nb, 6))
-    normal = np.zeros(nb)
-    cop = np.full((nb, 3), np.nan)
+    return fw
+
+
+@kernel((I1s, I1s, F2s, F2s, F2, F2, F3, I1, F3, f8, F2, F1, F2), error_model="numpy")
+def _sole_wrenches_into(body1, body2, p1, p2, fw, fc, placements, body_joint, sole,
+                        min_normal_force, W, normal, cop):
+    """W, normal, cop of ``geometry_wrenches`` (its docstring) into the given arrays (W and
+    normal zero, cop NaN on entry)."""
+    m = body1.shape[0]
+    nb = body_joint.shape[0]
     for k in range(nb):
         j = body_joint[k]
         R, o = _sole_pose(placements[j], sole[k])
@@ -529,6 +523,44 @@ def geometry_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, 
         if total >= min_normal_force:
             for r in range(3):
                 cop[k, r] = cp[r] / total
+
+
+@kernel((I1s, I1s, F2s, F2s, F3s, F2, F3, I1, F3), error_model="numpy")
+def geometry_sole_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, sole):
+    """W of ``geometry_wrenches`` alone (the sole wrenches a controller measures, every
+    step; the observers' other figures are for the recorded steps)."""
+    nb = body_joint.shape[0]
+    W = np.zeros((nb, 6))
+    _sole_wrenches_into(body1, body2, p1, p2, _world_forces(frames, fc), fc, placements,
+                        body_joint, sole, np.inf, W, np.zeros(nb), np.full((nb, 3), np.nan))
+    return W
+
+
+@kernel((I1s, I1s, F2s, F2s, F3s, F2, F3, I1, F3, i8, f8), error_model="numpy")
+def geometry_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, sole,
+                      n_robot_joints, min_normal_force):
+    """The wrenches of geometry contacts (``Observer.observe_geometry``; numpy reference
+    ``_geometry_feet`` and ``observe_geometry_reference``). Contact i pushes body 1 with
+    ``f_i = C_i f_c,i`` (world) at p₁ and body 2 with ``−f_i`` at p₂; ``placements`` (nj, 3, 4)
+    are the joints' ``[R | t]`` at the step's start.
+
+    Returns:
+        W (nb, 6): per contact body k (sole frame (R_k, o_k) on joint j_k),
+        ``[R_kᵀ F_k; R_kᵀ Σ (p − o_k) × f]`` of the contacts on j_k; normal (nb,): their Σ f_n;
+        cop (nb, 3): ``Σ f_n p / Σ f_n`` (NaN below ``min_normal_force``); B (nj, 6): per joint
+        j > 0, ``[Σ f; Σ (p − o_j) × f]`` (world) over its contacts as body 1 plus those as body 2,
+        o_j its origin (robot joints, j < n_robot_joints) or, per side, the mean of that side's
+        points (free objects); side1, side2 (nj,) bool: j is body 1 / body 2 of a contact.
+    """
+    nj = placements.shape[0]
+    nb = body_joint.shape[0]
+    fw = _world_forces(frames, fc)
+    W = np.zeros((nb, 6))
+    normal = np.zeros(nb)
+    cop = np.full((nb, 3), np.nan)
+    _sole_wrenches_into(body1, body2, p1, p2, fw, fc, placements, body_joint, sole,
+                        min_normal_force, W, normal, cop)
+    m = body1.shape[0]
     B = np.zeros((nj, 6))
     side1 = np.zeros(nj, dtype=np.bool_)
     side2 = np.zeros(nj, dtype=np.bool_)
