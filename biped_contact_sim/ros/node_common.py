@@ -41,7 +41,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from biped_contact_sim.errors import ConfigError
-from biped_contact_sim.record.messages import fill_message
+from biped_contact_sim.msgs.messages import fill_message
 from biped_contact_sim.robot.config import load_robot_config
 from biped_contact_sim.ros import signals
 from biped_contact_sim.ros.params import ParamSpec, common_robot_specs
