@@ -6,7 +6,7 @@ grow with the length of the run and a killed run loses at most its last second; 
 and the replay are written at the end (or when the run is stopped or diverges: whatever exists
 is written). The physics (forces, CoPs, ZMPs) comes from
 the simulator's ``StepResult`` and the observer's ``Observation`` of each sample; the trace's
-messages from :class:`.trace.TraceRecorder`.
+messages from :class:`.trace.TraceRecorder`. What is read of the run is stated in :mod:`.inputs`.
 """
 
 from __future__ import annotations
@@ -17,18 +17,16 @@ import math
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from biped_contact_sim.record.flushing import PeriodicFlush
+from biped_contact_sim.record.inputs import RecordedRun, RecordedSample
 from biped_contact_sim.record.outdir import OutputFolder
 from biped_contact_sim.record.trace import TraceRecorder
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.observables import configured_point_values
-
-if TYPE_CHECKING:  # the runner (cli layer) produces what is recorded; only its types are used
-    from biped_contact_sim.cli.runner import RunResult, Sample
 
 SUMMARY_FILE = "summary.json"
 TIMESERIES_FILE = "timeseries.csv"
@@ -82,7 +80,7 @@ class StreamingRecorder:
         self._lock = threading.Lock()  # held while a sample is written and while flushing
         self._flusher: PeriodicFlush | None = None
 
-    def _open(self, result: RunResult, q0: np.ndarray) -> None:
+    def _open(self, result: RecordedRun, q0: np.ndarray) -> None:
         self.folder.will_write(*self.paths.values())  # clears the previous run's files first
         robot, terrain = result.robot, result.sim.terrain
         self.robot = robot
@@ -120,7 +118,7 @@ class StreamingRecorder:
         os.fsync(self._csv_file.fileno())
         self._trace.writer.sync()
 
-    def __call__(self, result: RunResult, sample: Sample) -> None:
+    def __call__(self, result: RecordedRun, sample: RecordedSample) -> None:
         """Record one sample (CSV row, MCAP messages, replay frame, live view)."""
         if self.robot is None:
             self._open(result, sample.step.q)
@@ -133,7 +131,7 @@ class StreamingRecorder:
             self._live.frame(sample)
         self.samples += 1
 
-    def finish(self, result: RunResult) -> dict[str, Path]:
+    def finish(self, result: RecordedRun) -> dict[str, Path]:
         """Close the CSV and the MCAP, write ``summary.json`` and ``replay.html``.
 
         Returns:
@@ -171,7 +169,7 @@ class StreamingRecorder:
             self._live = None
 
 
-def _replay_title(result: RunResult) -> str:
+def _replay_title(result: RecordedRun) -> str:
     """The replay's title: scenario, model, controller and how the run ended, unless it
     completed."""
     outcome = result.outcome
@@ -264,7 +262,7 @@ def _xy(point: np.ndarray | None) -> list[float | str]:
     return ["", ""] if point is None else [float(point[0]), float(point[1])]
 
 
-def timeseries_row(robot: RobotModel, sample: Sample) -> list[float | str]:
+def timeseries_row(robot: RobotModel, sample: RecordedSample) -> list[float | str]:
     """One ``timeseries.csv`` row (order of :func:`timeseries_header`).
 
     Args:
@@ -296,7 +294,7 @@ def timeseries_row(robot: RobotModel, sample: Sample) -> list[float | str]:
     return row
 
 
-def write_outputs(result: RunResult, out_dir: Path, replay: bool = False) -> dict[str, Path]:
+def write_outputs(result: RecordedRun, out_dir: Path, replay: bool = False) -> dict[str, Path]:
     """Write the outputs of a finished run from its kept samples (the non-streaming way: the
     CLI streams with :class:`StreamingRecorder`; this serves scripts and tests).
 
@@ -319,7 +317,7 @@ def write_outputs(result: RunResult, out_dir: Path, replay: bool = False) -> dic
     return recorder.finish(result)
 
 
-def write_timeseries(result: RunResult, path: Path) -> None:
+def write_timeseries(result: RecordedRun, path: Path) -> None:
     """Write ``timeseries.csv``: one row per recorded sample.
 
     As in ``StepResult``, ``t`` and the configuration are those at the end of the step, the gaps

@@ -19,12 +19,12 @@ import pinocchio as pin
 from biped_contact_sim.msgs import markers, messages, topics
 from biped_contact_sim.msgs.tf import frame_transforms, tf_tree
 from biped_contact_sim.msgs.topics import WORLD_FRAME
+from biped_contact_sim.record.inputs import RecordedRun, RecordedSample
 from biped_contact_sim.record.mcap_writer import McapTraceWriter
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.base_state import base_motion
 
-if TYPE_CHECKING:  # the runner (cli layer) produces what is recorded; only its types are used
-    from biped_contact_sim.cli.runner import RunResult, Sample
+if TYPE_CHECKING:
     from biped_contact_sim.sim.terrain import PlaneTerrain
 
 # contact_markers are written at most at this rate [Hz] of simulated time: RViz and Foxglove draw
@@ -34,7 +34,7 @@ MARKER_RATE = 20.0
 DIAGNOSTICS_RATE = 1.0  # [Hz] of simulated time, as the nodes' default diagnostics_rate
 
 
-def run_status(result: RunResult, t: float) -> dict[str, Any]:
+def run_status(result: RecordedRun, t: float) -> dict[str, Any]:
     """The run so far as a DiagnosticStatus (the keys of the simulator node's status that a
     recorded run has)."""
     steps = max(result.steps, 1)
@@ -91,7 +91,7 @@ class TraceRecorder:
         name, datatype, latched = channel
         self.writer.write(name, datatype, fields, t, latched=latched)
 
-    def write(self, sample: Sample, result: RunResult | None = None) -> None:
+    def write(self, sample: RecordedSample, result: RecordedRun | None = None) -> None:
         """Write the messages of one sample (and, given the run so far, ``/diagnostics`` at
         ``DIAGNOSTICS_RATE``)."""
         robot, write = self.robot, self._write
