@@ -3,9 +3,9 @@
 import dataclasses
 from pathlib import Path
 
+from biped_contact_sim.msgs import stamps
 from biped_contact_sim.ros import params as ros_params
 from biped_contact_sim.ros import sim_session
-from biped_contact_sim.ros import topics as ros_topics
 
 ROOT = Path(__file__).resolve().parents[1]
 MS = 1_000_000  # ns
@@ -38,7 +38,7 @@ def feed(assembler, session):
     """Give the assembler the measurement messages the simulator session publishes."""
     fields = dict(session.measurement_fields())
     js, od = fields["joint_states"], fields["odom"]
-    stamp = ros_topics.ns_from_stamp(**js["header"]["stamp"])
+    stamp = stamps.ns_from_stamp(**js["header"]["stamp"])
     assert assembler.joint_state(stamp, js["name"], js["position"], js["velocity"]) is None
     pose, twist = od["pose"]["pose"], od["twist"]["twist"]
     xyz = ("x", "y", "z")

@@ -1,4 +1,5 @@
-"""Field dicts of record.messages, round-tripped through a real MCAP file."""
+"""Field dicts of msgs.messages and msgs.markers, round-tripped through a real MCAP file; the
+CDR encoder of msgs.cdr against mcap_ros2's."""
 
 import warnings
 from types import SimpleNamespace
@@ -6,8 +7,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from biped_contact_sim.record import messages, msgdefs
-from biped_contact_sim.record.mcap_writer import ROBOT_DESCRIPTION_TOPIC, McapTraceWriter
+from biped_contact_sim.msgs import markers as mk
+from biped_contact_sim.msgs import messages, msgdefs, stamps
+from biped_contact_sim.msgs.topics import ROBOT_DESCRIPTION
+from biped_contact_sim.record.mcap_writer import McapTraceWriter
 
 
 def read_back(path):
@@ -56,7 +59,7 @@ def xyz(v):
     ],
 )
 def test_stamp_edge_cases(t, expected):
-    result = messages.stamp(t)
+    result = stamps.stamp(t)
     assert (result["sec"], result["nanosec"]) == expected
     assert 0 <= result["nanosec"] < 1_000_000_000
     assert type(result["sec"]) is int and type(result["nanosec"]) is int
@@ -64,7 +67,7 @@ def test_stamp_edge_cases(t, expected):
 
 def test_stamp_large_t_keeps_resolution_of_the_float():
     t = 1_700_000_000.123456789
-    result = messages.stamp(t)
+    result = stamps.stamp(t)
     # The nearest float64 to t is 1700000000.1234567165...; the split keeps that exactly.
     assert abs(result["nanosec"] - (t - 1_700_000_000) * 1e9) <= 0.5
 
@@ -72,7 +75,7 @@ def test_stamp_large_t_keeps_resolution_of_the_float():
 @pytest.mark.parametrize("t", [float("nan"), float("inf"), 2.0**31, -(2.0**31) - 1.0])
 def test_stamp_rejects_unrepresentable_times(t):
     with pytest.raises(ValueError):
-        messages.stamp(t)
+        stamps.stamp(t)
 
 
 # -- round trips through MCAP ----------------------------------------------------------------
@@ -160,7 +163,7 @@ def test_clock_and_string_round_trip(tmp_path):
     assert clocks == [(0, 0), (0, 1_000_000), (0, 2_000_000)]
     assert [t for t, _ in decoded["/clock"]] == [0, 1_000_000, 2_000_000]
     assert decoded["/chatter"][0][1].data == "héllo"
-    ((log_time, description),) = decoded[ROBOT_DESCRIPTION_TOPIC]
+    ((log_time, description),) = decoded[ROBOT_DESCRIPTION]
     assert log_time == 0
     assert description.data == "<robot name='r'/>"
 
@@ -209,7 +212,7 @@ def make_markers(**overrides):
         mu=0.8,
     )
     kwargs.update(overrides)
-    return messages.contact_markers(**kwargs)
+    return mk.contact_markers(**kwargs)
 
 
 def by_ns(markers):
@@ -232,34 +235,34 @@ def test_contact_markers_round_trip(tmp_path):
 
     forces = groups["forces"]
     assert [m.id for m in forces] == [0, 1, 2]
-    assert all(m.type == messages.MARKER_ARROW and m.action == messages.MARKER_ADD for m in forces)
+    assert all(m.type == mk.MARKER_ARROW and m.action == mk.MARKER_ADD for m in forces)
     assert xyz(forces[1].points[0]) == pytest.approx(POINTS[1])
     assert xyz(forces[1].points[1]) == pytest.approx(POINTS[1] + 0.002 * FORCES[1])
     assert [m.color.a for m in forces] == [1.0, 1.0, 0.0]  # the inactive point is invisible
 
     cones = groups["cones"]
-    assert all(m.type == messages.MARKER_TRIANGLE_LIST for m in cones)
-    assert all(len(m.points) == 3 * messages.CONE_SEGMENTS for m in cones)
+    assert all(m.type == mk.MARKER_TRIANGLE_LIST for m in cones)
+    assert all(len(m.points) == 3 * mk.CONE_SEGMENTS for m in cones)
     assert [m.color.a > 0 for m in cones] == [True, True, False]
     apex, rim = np.array(xyz(cones[0].points[0])), np.array(xyz(cones[0].points[1]))
     assert apex == pytest.approx(POINTS[0])
     height, radius = rim[2] - apex[2], np.linalg.norm(rim[:2] - apex[:2])
-    assert height == pytest.approx(messages.CONE_HEIGHT)
+    assert height == pytest.approx(mk.CONE_HEIGHT)
     assert radius / height == pytest.approx(0.8)
 
     (polygon,) = groups["support_polygon"]
-    assert polygon.type == messages.MARKER_LINE_STRIP
+    assert polygon.type == mk.MARKER_LINE_STRIP
     assert np.array([xyz(p) for p in polygon.points]) == pytest.approx(
         np.vstack([POLYGON, POLYGON[:1]])
     )
 
     cop_defined, cop_undefined = groups["cop"]
-    assert (cop_defined.id, cop_defined.type, cop_defined.action) == (0, 2, messages.MARKER_ADD)
+    assert (cop_defined.id, cop_defined.type, cop_defined.action) == (0, 2, mk.MARKER_ADD)
     assert xyz(cop_defined.pose.position) == pytest.approx([0.05, 0.0, 0.0])
-    assert (cop_undefined.id, cop_undefined.action) == (1, messages.MARKER_DELETE)
+    assert (cop_undefined.id, cop_undefined.action) == (1, mk.MARKER_DELETE)
 
     (zmp,) = groups["zmp"]
-    assert (zmp.type, zmp.action) == (messages.MARKER_SPHERE, messages.MARKER_ADD)
+    assert (zmp.type, zmp.action) == (mk.MARKER_SPHERE, mk.MARKER_ADD)
     assert xyz(zmp.pose.position) == pytest.approx([0.02, 0.01, 0.0])
 
 
@@ -269,8 +272,8 @@ def test_contact_markers_without_mu_zmp_or_polygon():
     for m in markers:
         groups.setdefault(m["ns"], []).append(m)
     assert "cones" not in groups
-    assert [m["action"] for m in groups["zmp"]] == [messages.MARKER_DELETE]
-    assert [m["action"] for m in groups["support_polygon"]] == [messages.MARKER_DELETE]
+    assert [m["action"] for m in groups["zmp"]] == [mk.MARKER_DELETE]
+    assert [m["action"] for m in groups["support_polygon"]] == [mk.MARKER_DELETE]
 
 
 def test_contact_markers_cone_follows_normal():
@@ -280,7 +283,7 @@ def test_contact_markers_cone_follows_normal():
     apex = np.array(list(cone["points"][0].values()))
     rim = np.array([list(p.values()) for p in cone["points"][1::3]])
     axis_part = (rim - apex) @ normal
-    assert axis_part == pytest.approx(np.full(len(rim), messages.CONE_HEIGHT))
+    assert axis_part == pytest.approx(np.full(len(rim), mk.CONE_HEIGHT))
 
 
 def test_contact_markers_rejects_mismatched_shapes():
@@ -392,39 +395,53 @@ def test_fill_message_errors():
         messages.fill_message(stand_in({"data": ""}), {"dat": "typo"})
 
 
-def _fields_of_every_fast_type():
-    from biped_contact_sim.record import messages as m
-
-    wrench = m.wrench_stamped(1.25, "l_sole", [1.0, -2.0, 3.5], [0.1, 0.2, -0.3])
+def _fields_of_every_fast_type(scale=1.0):
+    m = messages
+    wrench = m.wrench_stamped(1.25, "l_sole", [1.0, -2.0 * scale, 3.5], [0.1, 0.2, -0.3])
+    status = m.diagnostic_status(m.DIAG_WARN, "sim", "slow", "biped3d",
+                                 {"steps": 3, "mean_step_us": 12.5 * scale, "fell": False})
     return {
         "sensor_msgs/msg/JointState": m.joint_state(0.5, ["a", "knee_joint"], [0.1, -0.2],
-                                                     [1.0, 2.0], [3.0, -4.0]),
-        "nav_msgs/msg/Odometry": m.odometry(2.0, "world", "pelvis", [1.0, 2.0, 3.0],
+                                                     [1.0, 2.0 * scale], [3.0, -4.0]),
+        "nav_msgs/msg/Odometry": m.odometry(2.0, "world", "pelvis", [1.0, 2.0, 3.0 * scale],
                                             [0.0, 0.0, 0.6, 0.8], [0.1, 0.2, 0.3],
                                             [-0.1, -0.2, -0.3]),
         "tf2_msgs/msg/TFMessage": m.tf_message([
             m.transform_stamped(0.001, "world", "pelvis", [0.0, 0.1, 0.87], [0, 0, 0, 1]),
-            m.transform_stamped(0.001, "pelvis", "l_hip_yaw_link", [0.0, 0.1, -0.05],
+            m.transform_stamped(0.001 * scale, "pelvis", "l_hip_yaw_link", [0.0, 0.1, -0.05],
                                 [0.0, 0.0, 0.38268343, 0.92387953])]),
         "geometry_msgs/msg/WrenchStamped": wrench,
-        "geometry_msgs/msg/PointStamped": m.point_stamped(3.0, "world", [0.5, -0.25, 0.0]),
-        "rosgraph_msgs/msg/Clock": m.clock(12.345678901),
+        "geometry_msgs/msg/PointStamped": m.point_stamped(3.0, "world", [0.5, -0.25 * scale, 0.0]),
+        "rosgraph_msgs/msg/Clock": m.clock(12.345678901 * scale),
+        "diagnostic_msgs/msg/DiagnosticArray": m.diagnostic_array(4.0 * scale, [status, status]),
     }
+
+
+def _with_int_levels(fields):
+    """mcap_ros2 wants a ``byte`` as an int; rclpy (and the builders) as bytes."""
+    if "status" not in fields:
+        return fields
+    return {**fields, "status": [{**s, "level": s["level"][0]} for s in fields["status"]]}
 
 
 @pytest.mark.parametrize("name", list(_fields_of_every_fast_type()))
 def test_fast_cdr_encoders_give_mcap_ros2_bytes(name):
-    """The struct encoders against mcap_ros2's generic encoder (the reference), byte for byte;
-    also with empty sequences, where alignment padding differs most easily."""
+    """The CDR encoder (msgs.cdr) against mcap_ros2's generic encoder (the reference), byte
+    for byte: twice through one encoder (a kept layout, new values), and with empty sequences,
+    where alignment padding differs most easily."""
     from mcap_ros2._dynamic import serialize_dynamic
 
-    from biped_contact_sim.record import cdr, msgdefs
+    from biped_contact_sim.msgs import cdr
 
     reference = serialize_dynamic(name, msgdefs.full_definition(name))[name]
-    fields = _fields_of_every_fast_type()[name]
-    assert cdr.ENCODERS[name](fields) == reference(fields)
+    encoder = cdr.FieldEncoder()
+    assert name in encoder.types
+    for scale in (1.0, -3.0):
+        fields = _fields_of_every_fast_type(scale)[name]
+        assert encoder.encode(name, fields) == reference(_with_int_levels(fields))
     if name == "sensor_msgs/msg/JointState":
         empty = {**fields, "name": [], "position": [], "velocity": [], "effort": []}
-        assert cdr.ENCODERS[name](empty) == reference(empty)
+        assert encoder.encode(name, empty) == reference(empty)
         odd = {**fields, "name": ["abc"], "position": [1.0], "velocity": [], "effort": [2.0]}
-        assert cdr.ENCODERS[name](odd) == reference(odd)
+        assert encoder.encode(name, odd) == reference(odd)
+    assert encoder.encode("std_msgs/msg/String", {"data": "x"}) is None

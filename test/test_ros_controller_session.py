@@ -10,10 +10,11 @@ from ros_logic_helpers import MS, FakeClock, feed, make_session
 
 from biped_contact_sim.control.base import Behavior, Controller, ControlOutput, Reference
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.msgs import messages, stamps
+from biped_contact_sim.msgs.topics import CONTROLLER_STATUS_NAME
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.ros import controller_session, sim_session
 from biped_contact_sim.ros import params as ros_params
-from biped_contact_sim.ros import topics as ros_topics
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def test_missed_deadlines_are_the_commands_later_than_a_control_period():
     assert values["missed_deadlines"] == "1" and values["skipped_measurements"] == "0"
     assert float(values["max_latency_us"]) == pytest.approx(3000.0)
     assert float(values["missed_fraction"]) == pytest.approx(0.25)
-    assert ctrl.status()["status"][0]["level"] == bytes([ros_topics.DIAG_WARN])
+    assert ctrl.status()["status"][0]["level"] == bytes([messages.DIAG_WARN])
 
 
 def test_exact_sync_waits_for_every_part_with_the_same_stamp(biped):
@@ -211,7 +212,7 @@ def test_controller_session_commands_and_diagnostics(biped, hold):
     assert waiting["message"] == "waiting for odom" and waiting["level"] == b"\x01"
     t0 = 1_700_000_000_123_456_789  # hardware time: the behaviour still starts at t = 0
     cycle = s.step(measurement(biped, t0))
-    assert cycle.command["header"]["stamp"] == ros_topics.stamp_fields(t0)  # exact echo
+    assert cycle.command["header"]["stamp"] == stamps.stamp_fields(t0)  # exact echo
     assert cycle.command["name"] == list(biped.actuated_joint_names)
     assert cycle.command["position"] == [] and len(cycle.command["effort"]) == biped.n_joints
     assert s.last_output.info["t_seen"] == 0.0
@@ -223,9 +224,9 @@ def test_controller_session_commands_and_diagnostics(biped, hold):
     assert d["~/com_ref"]["point"]["z"] == pytest.approx(0.7)
     assert d["~/internal_forces"]["layout"]["dim"][0]["label"] == "internal"
     array = s.status()
-    assert array["header"]["stamp"] == ros_topics.stamp_fields(t0)
+    assert array["header"]["stamp"] == stamps.stamp_fields(t0)
     status = array["status"][0]
-    assert status["level"] == b"\x00" and status["name"] == ros_topics.CONTROLLER_STATUS_NAME
+    assert status["level"] == b"\x00" and status["name"] == CONTROLLER_STATUS_NAME
     keys = [kv["key"] for kv in status["values"]]
     assert keys[:16] == ["t_s", "controller", "behavior", "stance", "cycles", "failures",
                          "mean_compute_us", "max_compute_us", "mean_latency_us",
@@ -280,7 +281,7 @@ def test_closed_loop_through_message_fields_keeps_the_biped_standing():
         cycle = ctrl.step(assembler.pop())
         assert cycle is not None, ctrl.last_error
         cmd = cycle.command
-        assert sim.command(ros_topics.ns_from_stamp(**cmd["header"]["stamp"]), cmd["name"],
+        assert sim.command(stamps.ns_from_stamp(**cmd["header"]["stamp"]), cmd["name"],
                            cmd["effort"]) is None
         assert sim.tick() == 1
         assert sim.sim.q[2] > z0 - 0.01

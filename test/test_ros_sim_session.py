@@ -7,10 +7,9 @@ import pytest
 from ros_logic_helpers import MS, FakeClock, make_session, pd_command
 
 from biped_contact_sim.errors import ConfigError, DivergenceError
-from biped_contact_sim.record import messages
+from biped_contact_sim.msgs import messages, stamps, topics
 from biped_contact_sim.ros import params as ros_params
 from biped_contact_sim.ros import sim_session
-from biped_contact_sim.ros import topics as ros_topics
 
 
 def test_build_world_matches_the_cli_factory():
@@ -73,7 +72,7 @@ def test_free_running_session_follows_the_wall_clock_and_publishes():
     assert s.sim.t == pytest.approx(0.010)
     assert s.state_due
     fields = dict(s.measurement_fields())
-    assert fields["joint_states"]["header"]["stamp"] == messages.stamp(s.sim.t)
+    assert fields["joint_states"]["header"]["stamp"] == stamps.stamp(s.sim.t)
     assert fields["odom"]["child_frame_id"] == s.robot.base_link
     assert fields["contact_wrench/left_foot"]["header"]["frame_id"] == "l_sole"
     assert fields["contact_wrench/left_foot"]["wrench"]["force"]["z"] > 50.0  # standing
@@ -114,7 +113,7 @@ def test_late_commands_slow_the_clock_and_a_silent_controller_gets_the_stale_act
     np.testing.assert_allclose(s.tau_applied, -2.0 * s.v_prev[s.robot.v_idx], atol=1e-9)
     stale = [e.text for e in s.events if "No joint_torque_cmd answering a recent state" in e.text]
     assert len(stale) == 1 and "joint damping 2 N m s/rad" in stale[0]
-    assert s.status()["level"] == bytes([ros_topics.DIAG_WARN])
+    assert s.status()["level"] == bytes([messages.DIAG_WARN])
     clock.now += 0.0011
     assert s.tick() == 1 and len([e for e in s.events if "No joint_torque_cmd" in e.text]) == 1
 
@@ -172,7 +171,7 @@ def run_lockstep(periods, answer_late=False):
     states = []
     for _ in range(periods):
         fields = dict(s.measurement_fields())
-        stamp = ros_topics.ns_from_stamp(**fields["joint_states"]["header"]["stamp"])
+        stamp = stamps.ns_from_stamp(**fields["joint_states"]["header"]["stamp"])
         assert s.tick() == 0  # no command yet: the simulator waits
         if answer_late:
             clock.now += 0.5  # a slow controller changes nothing
@@ -215,7 +214,7 @@ def test_a_silent_controller_gets_the_hold_on_the_posture_it_left():
                                atol=1e-9)
     values = {kv["key"]: kv["value"] for kv in s.status()["values"]}
     assert values["safe_command"] == "hold" and int(values["safe_command_periods"]) >= 1999
-    assert s.status()["level"] == bytes([ros_topics.DIAG_WARN])
+    assert s.status()["level"] == bytes([messages.DIAG_WARN])
 
 
 def test_lockstep_controller_dies_the_hold_runs_and_a_new_controller_resumes_it():
@@ -286,7 +285,7 @@ def test_pause_reset_and_divergence():
     s.sim.step = diverge
     assert s.tick() == 0
     assert s.error.startswith("Simulation diverged")
-    assert s.status()["level"] == bytes([ros_topics.DIAG_ERROR])
+    assert s.status()["level"] == bytes([messages.DIAG_ERROR])
     assert "call ~/reset" in s.events[-1].text
     assert s.tick() == 0  # stays stopped, node stays up
     del s.sim.step  # back to the class method
@@ -299,7 +298,7 @@ def test_pause_reset_and_divergence():
 def test_status_layout():
     s = make_session()
     status = s.status()
-    assert status["name"] == ros_topics.SIM_STATUS_NAME
+    assert status["name"] == topics.SIM_STATUS_NAME
     assert status["hardware_id"] == "biped3d"
     keys = [kv["key"] for kv in status["values"]]
     assert keys == ["sim_time_s", "steps", "contact_model", "contacts", "world", "dt_s",
@@ -309,5 +308,5 @@ def test_status_layout():
                     "wait_time_s", "mean_step_us", "lockstep", "paused", "command_state",
                     "safe_command", "safe_command_periods", "commands_accepted",
                     "commands_rejected", "last_rejection", "diverged"]
-    array = ros_topics.diagnostic_array(1.5, [status])
+    array = messages.diagnostic_array(1.5, [status])
     assert array["header"]["stamp"] == {"sec": 1, "nanosec": 500_000_000}

@@ -1,2 +1,2 @@
-"""Recording: the recorder (summary, time series, MCAP trace), the MCAP writer, ROS 2 message
-definitions and the one conversion from simulator arrays to message fields (no rclpy)."""
+"""Recording: the recorder (summary, time series, MCAP trace), the MCAP writer, the 3-D replay
+and live view; the ROS 2 messages themselves come from :mod:`biped_contact_sim.msgs`."""

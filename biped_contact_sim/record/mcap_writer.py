@@ -1,9 +1,11 @@
-"""Write ROS 2 messages (field dicts of :mod:`.messages`) to an MCAP file without ROS 2.
+"""Write ROS 2 messages (field dicts of :mod:`biped_contact_sim.msgs.messages`) to an MCAP file
+without ROS 2.
 
-The file follows the ``ros2`` MCAP profile that rosbag2 writes: CDR-encoded messages, one
-``ros2msg`` schema per message type named ``pkg/msg/Name`` whose data is
-:func:`.msgdefs.full_definition`, and one channel per topic. It can be opened with Foxglove,
-``ros2 bag play`` or ``mcap_ros2.reader.read_ros2_messages``.
+The file follows the ``ros2`` MCAP profile that rosbag2 writes: CDR-encoded messages (the
+nodes' encoder, :mod:`biped_contact_sim.msgs.cdr`, for the types it writes; mcap_ros2's generic
+one for the others), one ``ros2msg`` schema per message type named ``pkg/msg/Name`` whose data
+is :func:`biped_contact_sim.msgs.msgdefs.full_definition`, and one channel per topic. It can be
+opened with Foxglove, ``ros2 bag play`` or ``mcap_ros2.reader.read_ros2_messages``.
 """
 
 import os
@@ -14,9 +16,9 @@ from typing import IO, Any
 from mcap.records import Schema
 from mcap_ros2.writer import Writer
 
-from biped_contact_sim.record import cdr, messages, msgdefs
-
-ROBOT_DESCRIPTION_TOPIC = "/robot_description"
+from biped_contact_sim.msgs import cdr, messages, msgdefs
+from biped_contact_sim.msgs.stamps import stamp_ns
+from biped_contact_sim.msgs.topics import ROBOT_DESCRIPTION, TOPICS
 
 # The QoS a publisher offered, as rosbag2 stores it per channel (``offered_qos_profiles``, a
 # YAML list of rmw profiles; enums as numbers: history 1 keep-last, reliability 1 reliable,
@@ -45,10 +47,10 @@ QOS_METADATA_KEY = "offered_qos_profiles"
 
 def _time_ns(t: float) -> int:
     """Nanoseconds since 0 of a time in seconds, for the MCAP log and publish times."""
-    time = messages.stamp(t)
-    if time["sec"] < 0:
+    ns = stamp_ns(t)
+    if ns < 0:
         raise ValueError(f"MCAP times cannot be negative, got t = {t} s")
-    return time["sec"] * 1_000_000_000 + time["nanosec"]
+    return ns
 
 
 class McapTraceWriter:
@@ -81,14 +83,11 @@ class McapTraceWriter:
         self._topic_types: dict[str, str] = {}
         self._sequences: dict[str, int] = {}
         self._closed = False
+        self._encoder = cdr.FieldEncoder()
         if robot_description is not None:
-            self.write(
-                ROBOT_DESCRIPTION_TOPIC,
-                "std_msgs/String",
-                messages.string(robot_description),
-                0.0,
-                latched=True,
-            )
+            entry = TOPICS[ROBOT_DESCRIPTION]
+            self.write(ROBOT_DESCRIPTION, entry.type, messages.string(robot_description), 0.0,
+                       latched=entry.latched)
 
     def write(self, topic: str, datatype: str, fields: dict[str, Any], t: float,
               latched: bool = False) -> None:
@@ -125,15 +124,15 @@ class McapTraceWriter:
                 metadata={QOS_METADATA_KEY: QOS_TRANSIENT_LOCAL if latched else QOS_VOLATILE})
         sequence = self._sequences.get(topic, 0)
         self._sequences[topic] = sequence + 1
-        encode = cdr.ENCODERS.get(name)
-        if encode is None:
+        data = self._encoder.encode(name, fields)
+        if data is None:
             self._writer.write_message(
                 topic, schema, fields, log_time=time_ns, publish_time=time_ns,
                 sequence=sequence)
-        else:  # the types written every sample: the same bytes, ~10 times faster
+        else:  # the nodes' encoder: the same bytes, ~10 times faster
             self._writer._writer.add_message(
                 channel_id=self._writer._channel_ids[topic], log_time=time_ns,
-                publish_time=time_ns, sequence=sequence, data=encode(fields))
+                publish_time=time_ns, sequence=sequence, data=data)
 
     def flush(self) -> None:
         """Close the chunk being built and hand everything written so far to the operating

@@ -24,6 +24,8 @@ from mcap.records import Channel, Header, Message, Schema
 from mcap.stream_reader import StreamReader
 from mcap.writer import Writer
 
+from biped_contact_sim.msgs.stamps import NS
+
 LIBRARY = "biped_contact_sim recover"
 
 
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, McapError) as exc:
         print(f"error: {args.trace}: {exc}", file=sys.stderr)
         return 2
-    end = "" if found.last_log_time is None else f", up to t = {found.last_log_time / 1e9:.3f} s"
+    end = "" if found.last_log_time is None else f", up to t = {found.last_log_time / NS:.3f} s"
     print(f"{output}: {found.messages} messages{end}"
           + (f" (reading stopped at the cut: {found.stopped})" if found.stopped else ""))
     return 0 if found.messages else 1

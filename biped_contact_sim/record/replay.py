@@ -33,10 +33,10 @@ import pinocchio as pin
 
 from biped_contact_sim.record import view_server
 from biped_contact_sim.record.buffer import DecimatingBuffer
+from biped_contact_sim.record.inputs import RecordedSample
 from biped_contact_sim.robot import RobotModel
 
 if TYPE_CHECKING:
-    from biped_contact_sim.cli.runner import Sample
     from biped_contact_sim.sim.terrain import PlaneTerrain
     from biped_contact_sim.sim.world import World
 
@@ -202,7 +202,7 @@ class Overlays:
             vis[f"contact/support_polygon/{i}"].set_object(mg.Cylinder(1.0, 0.004),
                                                           _material(POLYGON_RGB))
 
-    def poses(self, sample: Sample) -> np.ndarray:
+    def poses(self, sample: RecordedSample) -> np.ndarray:
         """(objects, 10) position, quaternion (x, y, z, w) and scale of every overlay object
         (order of ``paths``) for one sample."""
         step, obs = sample.step, sample.obs
@@ -325,7 +325,7 @@ class ReplayRecorder:
         self._next_t = -np.inf
         self._last: tuple | None = None
 
-    def add(self, sample: Sample) -> None:
+    def add(self, sample: RecordedSample) -> None:
         """Offer a recorded sample (kept at the replay rate)."""
         t = sample.step.t
         if t >= self._next_t:
@@ -335,7 +335,7 @@ class ReplayRecorder:
         else:
             self._last = sample  # so that the replay ends where the run ended (one sample)
 
-    def _frame(self, sample: Sample) -> tuple:
+    def _frame(self, sample: RecordedSample) -> tuple:
         overlays = self.overlays.poses(sample)
         if self.objects.paths:  # the free objects' placements ride with the overlays
             overlays = np.vstack([self.objects.poses(sample.step.q_objects), overlays])
@@ -494,7 +494,7 @@ class LiveView:
     def url(self) -> str:
         return self.vis.url()
 
-    def frame(self, sample: Sample) -> None:
+    def frame(self, sample: RecordedSample) -> None:
         """Show a sample, unless the last update was less than 1/``LIVE_FPS`` s ago."""
         now = time.perf_counter()
         if self.vis is None or now - self._last < 1.0 / LIVE_FPS:

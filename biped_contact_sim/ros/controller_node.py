@@ -5,7 +5,7 @@ replace the simulator) and publishes ``joint_torque_cmd`` plus its diagnostics. 
 :class:`~biped_contact_sim.ros.controller_session.MeasurementAssembler` turns the messages into
 pinocchio ``q``, ``v`` and sole wrenches, :class:`~biped_contact_sim.ros.controller_session.
 ControllerSession` runs the controller; the inputs are read from, and the command written as,
-serialized messages (:mod:`~biped_contact_sim.ros.cdr`,
+serialized messages (:mod:`~biped_contact_sim.msgs.cdr`,
 :class:`~biped_contact_sim.ros.writers.CommandWriter`). The node spins with
 :class:`~biped_contact_sim.ros.node_common.NodeLoop`: with ``sync`` exact it computes as soon as
 a measurement is complete, with ``sync`` latest every ``control_period`` of wall time.
@@ -24,8 +24,9 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
-from biped_contact_sim.record.messages import fill_message
-from biped_contact_sim.ros import cdr, controller_session, params, robot_source, topics
+from biped_contact_sim.msgs import cdr, stamps, topics
+from biped_contact_sim.msgs.messages import fill_message
+from biped_contact_sim.ros import controller_session, params, robot_source
 from biped_contact_sim.ros.node_common import (
     NodeLoop,
     declare,
@@ -102,7 +103,7 @@ class ControllerNode(Node):
 
     @staticmethod
     def stamp(msg) -> int:
-        return topics.ns_from_stamp(msg.header.stamp.sec, msg.header.stamp.nanosec)
+        return stamps.ns_from_stamp(msg.header.stamp.sec, msg.header.stamp.nanosec)
 
     def rejected(self, reason: str | None) -> None:
         if reason is not None:
@@ -173,7 +174,7 @@ class ControllerNode(Node):
         if now >= self.next_diagnostics:
             fields = self.session.status(self.assembler.missing())
             if self.session.last_measurement is None:
-                fields["header"]["stamp"] = topics.stamp_fields(
+                fields["header"]["stamp"] = stamps.stamp_fields(
                     self.get_clock().now().nanoseconds)
             self.publish(topics.DIAGNOSTICS, fields)
             self.next_diagnostics = max(self.next_diagnostics + 1.0 / cfg.diagnostics_rate, now)

@@ -27,25 +27,27 @@ from biped_contact_sim.control import (
     make_controller,
 )
 from biped_contact_sim.errors import BipedSimError, ConfigError
-from biped_contact_sim.record import messages
-from biped_contact_sim.robot import RobotModel
-from biped_contact_sim.ros.events import Event
-from biped_contact_sim.ros.params import SYNC_MODES, ControllerNodeConfig
-from biped_contact_sim.ros.topics import (
-    _NS,
-    COM,
-    COM_REF,
-    CONTROLLER_STATUS_NAME,
+from biped_contact_sim.msgs import messages
+from biped_contact_sim.msgs.messages import (
     DIAG_OK,
     DIAG_WARN,
-    INTERNAL_FORCES,
-    INTERNAL_FORCES_REF,
-    base_state_from_odometry,
     diagnostic_array,
     diagnostic_status,
     float64_multi_array,
-    stamp_fields,
 )
+from biped_contact_sim.msgs.stamps import NS as _NS
+from biped_contact_sim.msgs.stamps import stamp_fields
+from biped_contact_sim.msgs.topics import (
+    COM,
+    COM_REF,
+    CONTROLLER_STATUS_NAME,
+    INTERNAL_FORCES,
+    INTERNAL_FORCES_REF,
+)
+from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.robot.base_state import base_state_from_odometry
+from biped_contact_sim.ros.events import Event
+from biped_contact_sim.ros.params import SYNC_MODES, ControllerNodeConfig
 
 
 @dataclass
@@ -275,7 +277,7 @@ class ControlCycle:
 
     @property
     def command(self) -> dict[str, Any]:
-        """The ``joint_torque_cmd`` as :mod:`~biped_contact_sim.record.messages` fields (the
+        """The ``joint_torque_cmd`` as :mod:`~biped_contact_sim.msgs.messages` fields (the
         node writes the same values into a preallocated message, :mod:`.writers`)."""
         fields = messages.joint_state(self.stamp / _NS, self.names, None, None, self.tau)
         fields["header"]["stamp"] = stamp_fields(self.stamp)

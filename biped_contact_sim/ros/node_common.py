@@ -41,7 +41,8 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from biped_contact_sim.errors import ConfigError
-from biped_contact_sim.record.messages import fill_message
+from biped_contact_sim.msgs.messages import fill_message
+from biped_contact_sim.msgs.stamps import NS
 from biped_contact_sim.robot.config import load_robot_config
 from biped_contact_sim.ros import signals
 from biped_contact_sim.ros.params import ParamSpec, common_robot_specs
@@ -230,7 +231,7 @@ class NodeLoop:
         for add, handles in self._adds:
             for handle in handles:
                 add(handle)
-        ws.wait(max(0, int(timeout * 1e9)))
+        ws.wait(max(0, int(timeout * NS)))
         if not self.node.context.ok():
             raise ExternalShutdownException()
         ready = ws.get_ready_entities("subscription")

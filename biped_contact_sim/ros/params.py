@@ -20,7 +20,7 @@ import yaml
 from biped_contact_sim.contact import CONTACT_MODELS, ContactModel, make_contact_model
 from biped_contact_sim.control import BEHAVIORS, CONTROLLERS
 from biped_contact_sim.errors import ConfigError
-from biped_contact_sim.ros.topics import WORLD_FRAME
+from biped_contact_sim.msgs.topics import WORLD_FRAME
 from biped_contact_sim.sim.scenarios import CONTACTS_KEY, SCENARIOS, WORLD_KEY, get_scenario
 from biped_contact_sim.sim.simulator import CONTACT_MODES, INTEGRATORS, SimSettings
 

@@ -18,9 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.msgs.stamps import NS
 from biped_contact_sim.ros.params import STALE_ACTIONS
-
-NS = 1_000_000_000
 
 
 class CommandValidator:

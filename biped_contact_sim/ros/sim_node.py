@@ -4,7 +4,7 @@ Wiring only: parameters, publishers, the command subscription and the services a
 to :class:`biped_contact_sim.ros.sim_session.SimSession`, which holds every decision
 (validation, lockstep, late commands, pacing, contact-model switch). The measurement topics are
 serialized by :class:`~biped_contact_sim.ros.writers.StateWriter`; the other topics come
-from :mod:`biped_contact_sim.record.messages` fields. The node spins with
+from :mod:`biped_contact_sim.msgs.messages` fields. The node spins with
 :class:`~biped_contact_sim.ros.node_common.NodeLoop`: after each wait it runs the control
 periods that are due, publishes the state after each, and the visual topics and diagnostics at
 their wall-clock rates. Topics, parameters and diagnostics: README "With ROS 2".
@@ -28,9 +28,9 @@ from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
 from biped_contact_sim.errors import ConfigError
-from biped_contact_sim.record import messages
-from biped_contact_sim.record.messages import fill_message
-from biped_contact_sim.ros import cdr, params, sim_session, topics
+from biped_contact_sim.msgs import cdr, messages, topics
+from biped_contact_sim.msgs.messages import fill_message
+from biped_contact_sim.ros import params, sim_session
 from biped_contact_sim.ros.node_common import (
     NodeLoop,
     declare,
@@ -186,7 +186,7 @@ class SimulatorNode(Node):
             self.publish(topics.ZMP, messages.point_stamped(v.t, frame, v.zmp))
 
     def publish_diagnostics(self) -> None:
-        self.publish(topics.DIAGNOSTICS, topics.diagnostic_array(
+        self.publish(topics.DIAGNOSTICS, messages.diagnostic_array(
             self.session.sim.t, [self.session.status()]))
 
     # ------------------------------------------------------------------ the loop

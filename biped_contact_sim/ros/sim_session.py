@@ -16,8 +16,22 @@ from typing import Any
 import numpy as np
 
 from biped_contact_sim.errors import DivergenceError
-from biped_contact_sim.record import messages
+from biped_contact_sim.msgs import markers, messages
+from biped_contact_sim.msgs.markers import WEIGHT_ARROW_LENGTH
+from biped_contact_sim.msgs.messages import DIAG_ERROR, DIAG_OK, DIAG_WARN, diagnostic_status
+from biped_contact_sim.msgs.stamps import stamp_fields, stamp_ns
+from biped_contact_sim.msgs.topics import (
+    CLOCK,
+    CONTACT_MARKERS,
+    CONTACT_WRENCH,
+    COP,
+    JOINT_STATES,
+    ODOM,
+    SIM_STATUS_NAME,
+    ZMP,
+)
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.robot.base_state import base_pose_twist
 from biped_contact_sim.robot.config import load_robot_config
 from biped_contact_sim.ros.events import Event
 from biped_contact_sim.ros.params import SimNodeConfig, contact_model, scenario_options, substeps
@@ -29,24 +43,6 @@ from biped_contact_sim.ros.scheduling import (
     Pacer,
     RealTimeMeter,
     SafeCommand,
-)
-from biped_contact_sim.ros.topics import (
-    CLOCK,
-    CONTACT_MARKERS,
-    CONTACT_WRENCH,
-    COP,
-    DIAG_ERROR,
-    DIAG_OK,
-    DIAG_WARN,
-    JOINT_STATES,
-    ODOM,
-    SIM_STATUS_NAME,
-    WEIGHT_ARROW_LENGTH,
-    ZMP,
-    base_pose_twist,
-    diagnostic_status,
-    stamp_fields,
-    stamp_ns,
 )
 from biped_contact_sim.sim.observables import Observer, foot_wrenches
 from biped_contact_sim.sim.scenarios import WORLD_KEY, get_scenario
@@ -495,7 +491,7 @@ class SimSession:
 
     def measurement_fields(self) -> list[tuple[str, dict[str, Any]]]:
         """``/clock``, ``joint_states``, ``odom`` and ``contact_wrench/<foot>`` of the state now,
-        as :mod:`~biped_contact_sim.record.messages` fields (the node writes the same values
+        as :mod:`~biped_contact_sim.msgs.messages` fields (the node writes the same values
         into preallocated messages, :mod:`.writers`)."""
         s = self.sample()
         robot, frame = self.robot, self.config.world_frame
@@ -538,7 +534,7 @@ class SimSession:
 
     def visual_fields(self) -> list[tuple[str, dict[str, Any]]]:
         """``cop/<foot>``, ``zmp`` (while defined) and ``contact_markers`` of the last step, as
-        :mod:`~biped_contact_sim.record.messages` fields (the node writes the markers in
+        :mod:`~biped_contact_sim.msgs` fields (the node writes the markers in
         place, :class:`~.writers.MarkerWriter`)."""
         v = self.visual_sample()
         if v is None:
@@ -548,7 +544,7 @@ class SimSession:
                for name, cop in v.cops if cop is not None]
         if v.zmp is not None:
             out.append((ZMP, messages.point_stamped(v.t, frame, v.zmp)))
-        out.append((CONTACT_MARKERS, messages.contact_markers(
+        out.append((CONTACT_MARKERS, markers.contact_markers(
             v.t, frame, v.points, v.forces, v.active, [c for _, c in v.cops], v.zmp,
             v.polygon, mu=v.mu, force_scale=v.force_scale, normals=v.normal)))
         return out

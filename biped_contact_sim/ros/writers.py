@@ -1,14 +1,14 @@
 """In-place writers of the messages sent every control period.
 
 ``joint_states``, ``odom``, ``contact_wrench/<foot>``, ``/clock`` (simulator) and
-``joint_torque_cmd`` (controller) carry the fields of :mod:`biped_contact_sim.record.messages`
-(the recorder's conversion), but building a field dict and copying it with ``fill_message``
+``joint_torque_cmd`` (controller) carry the fields of :mod:`biped_contact_sim.msgs.messages`
+(the trace's conversion), but building a field dict and copying it with ``fill_message``
 costs 0.2–0.5 ms per message in rclpy (per-element type checks of the generated setters), and
 even a preallocated message object costs ~0.1–0.3 ms to convert when published. So these are
-written as serialized CDR (:mod:`biped_contact_sim.ros.cdr`): constant fields (names, frames)
-once, per period only the stamp and the numbers. ``contact_markers`` is written in place into
-preallocated message objects. The node test suite checks that every writer produces the
-message ``fill_message`` makes from the ``messages`` fields of the same values.
+written as serialized CDR (:mod:`biped_contact_sim.msgs.cdr`, the trace's encoder): constant
+fields (names, frames) once, per period only the stamp and the numbers. ``contact_markers`` is
+written in place into preallocated message objects. The node test suite checks that every
+writer produces the message ``fill_message`` makes from the ``msgs`` fields of the same values.
 
 Nothing here imports rclpy: the writers set attributes of the message objects the nodes pass.
 """
@@ -21,10 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from biped_contact_sim.ros import cdr
+from biped_contact_sim.msgs import cdr, markers
+from biped_contact_sim.msgs.stamps import NS
 from biped_contact_sim.ros.sim_session import StateSample
-
-NS = 1_000_000_000
 
 
 def doubles(values: np.ndarray) -> array.array:
@@ -48,7 +47,7 @@ def write_xyz(vector: Any, values: np.ndarray) -> None:
 class StateWriter:
     """Writes a :class:`~biped_contact_sim.ros.sim_session.StateSample` as the serialized
     ``/clock``, ``joint_states``, ``odom`` and ``contact_wrench/<foot>`` messages
-    (:mod:`biped_contact_sim.ros.cdr`: preallocated buffers, constant parts written once).
+    (:mod:`biped_contact_sim.msgs.cdr`: preallocated buffers, constant parts written once).
 
     Args:
         joint_names: actuated joints, in τ order.
@@ -104,7 +103,7 @@ class CommandWriter:
 
 class MarkerWriter:
     """Writes ``contact_markers`` (the MarkerArray of
-    :func:`biped_contact_sim.record.messages.contact_markers`: force arrows, friction cones,
+    :func:`biped_contact_sim.msgs.markers.contact_markers`: force arrows, friction cones,
     support polygon, CoP and ZMP spheres) into preallocated markers and points.
 
     Building it as field dicts made thousands of Point objects per message (the cones: 48
@@ -112,7 +111,7 @@ class MarkerWriter:
     between; here the markers and their points are allocated once and only coordinates,
     stamps, actions and alphas change (a support polygon with a new vertex count reallocates
     its points). The node test suite checks the result equals ``fill_message`` of the
-    ``messages`` fields.
+    ``markers`` fields.
 
     Args:
         array: the MarkerArray object.
@@ -126,26 +125,22 @@ class MarkerWriter:
 
     def __init__(self, array: Any, marker_factory: Any, point_factory: Any, frame_id: str,
                  n_points: int, n_cops: int, cones: bool = True):
-        from biped_contact_sim.record import messages as m
-
-        self.m, self.point_factory = m, point_factory
+        m = self.m = markers
+        self.point_factory = point_factory
         self.marker_factory, self.frame_id, self.with_cones = marker_factory, frame_id, cones
         self.array = array
         marker = self._marker
         self.forces, self.cones = [], []
-        markers = []
-        self.all = markers
+        self.all = []
         self._grow(n_points)
         self.polygon = marker(m.NS_SUPPORT_POLYGON, 0, m.MARKER_LINE_STRIP,
                               (m.SUPPORT_POLYGON_LINE_WIDTH, 0.0, 0.0), m.SUPPORT_POLYGON_COLOR, 0)
-        markers.append(self.polygon)
+        self.all.append(self.polygon)
         self.cops = [marker(m.NS_COP, j, m.MARKER_SPHERE, (m.COP_DIAMETER,) * 3, m.COP_COLOR, 0)
                      for j in range(n_cops)]
         self.zmp = marker(m.NS_ZMP, 0, m.MARKER_SPHERE, (m.ZMP_DIAMETER,) * 3, m.ZMP_COLOR, 0)
-        markers += [*self.cops, self.zmp]
-        array.markers = markers
-        angles = np.linspace(0.0, 2.0 * np.pi, m.CONE_SEGMENTS + 1)
-        self._cos, self._sin = np.cos(angles), np.sin(angles)
+        self.all += [*self.cops, self.zmp]
+        array.markers = self.all
         self._cone_cache: dict = {}
 
     def _marker(self, ns, marker_id, marker_type, scale, rgba, n_vertices):
@@ -182,32 +177,17 @@ class MarkerWriter:
             p.x, p.y, p.z = x, y, z
 
     def _cone(self, apex: np.ndarray, normal: np.ndarray, mu: float) -> np.ndarray:
-        """Vertices of the cone's triangles, as ``messages._cone_triangles`` computes them (the
-        axis and rim directions are kept per normal and μ: the terrain's are constant)."""
-        m = self.m
+        """Vertices of the cone's triangles (``markers.cone_triangles``; the axis and rim of
+        each normal and μ are kept: the terrain's are constant)."""
         key = (normal.tobytes(), mu)
-        if key not in self._cone_cache:
-            length = np.linalg.norm(normal)
-            if not length > 0.0:
-                raise ValueError(f"Contact normal must be a nonzero vector, got {normal}")
-            axis = normal / length
-            helper = (np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9
-                      else np.array([0.0, 1.0, 0.0]))
-            u = np.cross(axis, helper)
-            u /= np.linalg.norm(u)
-            v = np.cross(axis, u)
-            radius = mu * m.CONE_HEIGHT
-            self._cone_cache[key] = (m.CONE_HEIGHT * axis,
-                                     radius * (self._cos[:, None] * u + self._sin[:, None] * v))
-        height, radial = self._cone_cache[key]
-        rim = (apex + height) + radial
-        tri = np.empty((m.CONE_SEGMENTS, 3, 3))
-        tri[:, 0], tri[:, 1], tri[:, 2] = apex, rim[:-1], rim[1:]
-        return tri.reshape(-1, 3)
+        axes = self._cone_cache.get(key)
+        if axes is None:
+            axes = self._cone_cache[key] = self.m.cone_axes(normal, mu)
+        return self.m.cone_triangles(apex, *axes)
 
     def _sphere(self, mk: Any, center: np.ndarray | None, diameter: float, rgba) -> None:
         m = self.m
-        if center is None:  # DELETE, with the fields messages._marker gives a DELETE
+        if center is None:  # DELETE, with the fields markers._marker gives a DELETE
             mk.action = m.MARKER_DELETE
             write_xyz(mk.pose.position, (0.0, 0.0, 0.0))
             write_xyz(mk.scale, (1.0, 1.0, 1.0))
@@ -221,7 +201,7 @@ class MarkerWriter:
     def write(self, stamp: int, points: np.ndarray, forces: np.ndarray, active: np.ndarray,
               cops: list, zmp: np.ndarray | None, support_polygon: np.ndarray,
               mu: float | None, force_scale: float, normals: np.ndarray | None) -> Any:
-        """The markers of ``messages.contact_markers`` (same arguments, stamp in ns; ``mu`` a
+        """The markers of ``markers.contact_markers`` (same arguments, stamp in ns; ``mu`` a
         scalar or one per contact)."""
         m = self.m
         points = np.asarray(points, dtype=float).reshape(-1, 3)

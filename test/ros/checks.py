@@ -25,7 +25,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
-from biped_contact_sim.ros.topics import CONTROLLER_STATUS_NAME, SIM_STATUS_NAME
+from biped_contact_sim.msgs.topics import CONTROLLER_STATUS_NAME, SIM_STATUS_NAME
 
 FEET = ("left_foot", "right_foot")
 SOLES = {"left_foot": "l_sole", "right_foot": "r_sole"}
@@ -528,7 +528,7 @@ def check_controller_answers_a_recorded_stream(probe: Probe, joint_names: list[s
     robot's joint order, stamped with the measurement it answers. The stream is paced by the
     answers (the next measurement goes out when the last one is answered), so the check does
     not depend on the machine's speed. Returns the number of commands."""
-    from biped_contact_sim.record.messages import fill_message
+    from biped_contact_sim.msgs.messages import fill_message
 
     types = {"joint_states": JointState, "odom": Odometry,
              "contact_wrench/left_foot": WrenchStamped,
@@ -644,7 +644,7 @@ def check_controller_waits_for_every_contact_wrench(probe: Probe, robot: str,
     one period's joint_states, odom and the wrenches of all bodies but the last, it reports
     that wrench missing in /diagnostics and does not answer; given that wrench too, it answers
     with a command stamped with the period's stamp. Returns that stamp."""
-    from biped_contact_sim.record.messages import fill_message
+    from biped_contact_sim.msgs.messages import fill_message
 
     types = {"joint_states": JointState, "odom": Odometry}
     types.update({f"contact_wrench/{b}": WrenchStamped for b in bodies})

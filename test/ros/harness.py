@@ -30,9 +30,9 @@ from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.signals import SignalHandlerOptions
 
+from biped_contact_sim.msgs.stamps import ns_from_stamp
 from biped_contact_sim.robot.config import load_robot_config
 from biped_contact_sim.ros.node_common import NodeLoop
-from biped_contact_sim.ros.topics import ns_from_stamp
 
 PACKAGE = "biped_contact_sim"
 ROOT = Path(__file__).resolve().parents[2]

@@ -35,7 +35,7 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from biped_contact_sim.ros.topics import SIM_STATUS_NAME
+from biped_contact_sim.msgs.topics import SIM_STATUS_NAME
 
 ACCEPTANCE = os.environ.get("BIPED_ROS_ACCEPTANCE", "") == "1"
 # [s] simulated per closed loop

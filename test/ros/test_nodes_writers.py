@@ -1,7 +1,7 @@
 """The message writers of the nodes (biped_contact_sim/ros/writers.py: serialized CDR for the
 per-period messages, in place for the markers) produce the messages ``fill_message`` makes from
-the recorder's field builders (record/messages.py), as rclpy reads them back; the CDR readers
-(ros/cdr.py) read what rclpy serializes."""
+the trace's field builders (msgs/messages.py, msgs/markers.py), as rclpy reads them back; the
+CDR readers (msgs/cdr.py) read what rclpy serializes."""
 
 import numpy as np
 import pytest
@@ -12,9 +12,10 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker, MarkerArray
 
-from biped_contact_sim.record import messages
-from biped_contact_sim.record.messages import fill_message
-from biped_contact_sim.ros import cdr, params, sim_session
+from biped_contact_sim.msgs import cdr, messages
+from biped_contact_sim.msgs import markers as mk
+from biped_contact_sim.msgs.messages import fill_message
+from biped_contact_sim.ros import params, sim_session
 from biped_contact_sim.ros.writers import CommandWriter, MarkerWriter, StateWriter
 
 
@@ -145,7 +146,7 @@ def test_marker_writer_equals_contact_markers(session, case):
     for _ in range(2):  # written twice: reused markers and points must not keep stale values
         msg = writer.write(v.stamp, v.points, v.forces, active, cops, zmp, polygon, v.mu,
                            v.force_scale, v.normal)
-    fields = messages.contact_markers(v.t, "world", v.points, v.forces, active, cops, zmp,
+    fields = mk.contact_markers(v.t, "world", v.points, v.forces, active, cops, zmp,
                                       polygon, mu=v.mu, force_scale=v.force_scale,
                                       normals=v.normal)
     for marker in fields["markers"]:
@@ -170,7 +171,7 @@ def test_marker_writer_follows_a_changing_contact_set():
     for n in (count, 3, count):  # grows, shrinks, grows back
         msg = writer.write(v.stamp, v.points[:n], v.forces[:n], v.active[:n], cops, v.zmp,
                            v.polygon, v.mu[:n], v.force_scale, v.normal[:n])
-        fields = messages.contact_markers(v.t, "world", v.points[:n], v.forces[:n],
+        fields = mk.contact_markers(v.t, "world", v.points[:n], v.forces[:n],
                                           v.active[:n], cops, v.zmp, v.polygon,
                                           mu=float(v.mu[0]), force_scale=v.force_scale,
                                           normals=v.normal[:n])
@@ -183,7 +184,7 @@ def test_marker_writer_follows_a_changing_contact_set():
         assert len(by_key) == len(got)  # (ns, id) unique
         for m in reference:
             assert_same(by_key[(m["ns"], m["id"])], m, f"{m['ns']}[{m['id']}]")
-        hidden = [m for m in got if m["ns"] in (messages.NS_FORCES, messages.NS_CONES)
+        hidden = [m for m in got if m["ns"] in (mk.NS_FORCES, mk.NS_CONES)
                   and m["id"] >= n]
         assert len(hidden) == 2 * (count - n)
         assert all(m["color"]["a"] == 0.0 for m in hidden)

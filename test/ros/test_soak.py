@@ -15,7 +15,7 @@ from harness import NS, stamp_ns
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 
-from biped_contact_sim.ros.topics import SIM_STATUS_NAME
+from biped_contact_sim.msgs.topics import SIM_STATUS_NAME
 
 SOAK = float(os.environ.get("BIPED_ROS_SOAK_S", "0"))
 pytestmark = pytest.mark.skipif(SOAK <= 0, reason="BIPED_ROS_SOAK_S=<seconds> runs the soak "
