@@ -78,7 +78,7 @@ KERNEL_MODULES = (
     "biped_contact_sim.sim.world",
     "biped_contact_sim.sim.integrator",
     "biped_contact_sim.sim.step_energy",
-    "biped_contact_sim.cli.runner",
+    "biped_contact_sim.session.accounting",
 )
 
 #: module name → its kernels (dispatchers), in declaration order

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from test_constraint_models import box_on_plane
 
-from biped_contact_sim.cli.runner import build
 from biped_contact_sim.contact import acceleration_lcp_kernel as acc_kernel
 from biped_contact_sim.contact.acceleration_lcp_warm import SOLVED, warm_basis_step
 from biped_contact_sim.robot.kernels import unpack
+from biped_contact_sim.session.builder import build
+from biped_contact_sim.session.config import SimConfig
 from biped_contact_sim.solvers.lemke_kernel import basis_solve, pivoting_basis_solve
 
 
@@ -128,8 +129,9 @@ def test_warm_basis_on_the_factor_equals_the_dense_kernel(contacts):
     rounding tips a pivot decision on a facet force at ~tol into another basis that also meets
     the test (~2e-8 seen). Which of the two happens depends on the CPU's rounding, so the
     test asserts the properties of each, not how often each occurs."""
-    _, _, _, sim, _, control, *_ = build("stand", "acceleration_lcp", controller="joint_pd",
-                                         sets={"contacts": contacts})
+    built = build(SimConfig.from_sets("stand", "acceleration_lcp", controller="joint_pd",
+                                      sets={"contacts": contacts}))
+    sim, control = built.sim, built.control
     model = sim.contact
     width = 2 + model.settings.directions
     solved = 0

@@ -194,11 +194,12 @@ def test_list_names_everything_with_defaults_and_meanings(capsys):
 
 def test_parser_names_match_the_layers():
     """The parser names defaults without importing the layers; they must agree."""
-    from biped_contact_sim.cli import runner
+    from biped_contact_sim.session import config
     from biped_contact_sim.sim import simulator
 
-    assert cli.DEFAULT_CONTACT_MODEL == runner.DEFAULT_CONTACT_MODEL
+    assert cli.DEFAULT_CONTACT_MODEL == config.DEFAULT_CONTACT_MODEL
     assert cli.INTEGRATOR_NAMES == simulator.INTEGRATORS
+    assert cli.INTEGRATOR_NAMES[0] == simulator.SimSettings.integrator  # --help's default
     from biped_contact_sim.cli import bench
 
     for name in ("BENCH_SCENARIO", "BENCH_STEPS", "PEERS", "SCALING_MODELS", "SCALING_STEPS"):
@@ -240,9 +241,9 @@ def test_compare_writes_table_and_plots(tmp_path):
 
 def test_plots_make_no_extra_runs_unless_paper_figures(tmp_path, monkeypatch):
     from biped_contact_sim.cli import plots
-    from biped_contact_sim.cli.runner import run
+    from biped_contact_sim.session.runner import run_scenario
 
-    result = run("ramp", duration=0.2)
+    result = run_scenario("ramp", duration=0.2)
     calls = []
     monkeypatch.setattr(plots, "run", lambda *a, **k: calls.append(a) or result)
     names = {p.name for p in plots.make_plots(result, tmp_path)}

@@ -12,7 +12,6 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from biped_contact_sim.cli.runner import build, run
 from biped_contact_sim.contact import CONTACT_MODELS, ContactState, make_contact_model
 from biped_contact_sim.contact import acceleration_lcp as acc
 from biped_contact_sim.contact import acceleration_lcp_kernel as acc_kernel
@@ -21,6 +20,9 @@ from biped_contact_sim.contact import time_stepping_kernel as tsk
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import ContactBodyConfig, load_robot_config
+from biped_contact_sim.session.builder import build
+from biped_contact_sim.session.config import SimConfig
+from biped_contact_sim.session.runner import run_scenario
 from biped_contact_sim.sim.simulator import Simulator
 from biped_contact_sim.sim.terrain import PlaneTerrain
 
@@ -39,7 +41,8 @@ def test_registry_has_the_three_models():
 @pytest.mark.parametrize("model", ["gauss_seidel", "acceleration_lcp"])
 def test_ball_rebound_velocity_is_minus_e_impact_velocity(model, e):
     height = 0.5
-    result = run("ball", model, duration=0.4, sets={"height": height, "contact.restitution": e})
+    result = run_scenario("ball", model, duration=0.4,
+                          sets={"height": height, "contact.restitution": e})
     assert result.error is None
     steps = [s.step for s in result.samples]  # every step is recorded at dt = 2e-4
     k = next(i for i, s in enumerate(steps) if s.stats["impacts"] > 0)
@@ -51,7 +54,7 @@ def test_ball_rebound_velocity_is_minus_e_impact_velocity(model, e):
 
 
 def test_time_stepping_landing_is_inelastic():
-    result = run("ball", "time_stepping", duration=0.6, sets={"height": 0.5})
+    result = run_scenario("ball", "time_stepping", duration=0.6, sets={"height": 0.5})
     assert result.error is None
     phi = np.array([s.step.phi[0] for s in result.samples])
     fn = np.array([s.step.f_contact[0, 2] for s in result.samples])
@@ -64,8 +67,8 @@ def test_time_stepping_landing_is_inelastic():
 def test_acceleration_lcp_detects_zeno_and_comes_to_rest():
     """Bounces of e = 0.5 accumulate at t∞ = √(2h/g)·(1 + 2e/(1 − e)) (shock accumulation)."""
     height, e = 0.5, 0.5
-    result = run("ball", "acceleration_lcp", duration=1.1,
-                 sets={"height": height, "contact.restitution": e})
+    result = run_scenario("ball", "acceleration_lcp", duration=1.1,
+                          sets={"height": height, "contact.restitution": e})
     assert result.error is None
     t_inf = np.sqrt(2 * height / G) * (1 + 2 * e / (1 - e))
     zeno = [s.step.t for s in result.samples if s.step.stats["zeno_events"] > 0]
@@ -87,7 +90,7 @@ def along_slope(result):
 @pytest.mark.parametrize("model", MODELS)
 def test_brick_sticks_when_mu_exceeds_tan_alpha(model):
     assert 0.5 > np.tan(np.radians(SLOPE))
-    result = run("ramp", model, duration=2.5, sets={"mu": 0.5, "slope_deg": SLOPE})
+    result = run_scenario("ramp", model, duration=2.5, sets={"mu": 0.5, "slope_deg": SLOPE})
     assert result.error is None
     t, x, v = along_slope(result)
     stop = np.flatnonzero(np.abs(v) < 1e-4)[0]
@@ -102,7 +105,7 @@ def test_brick_sticks_when_mu_exceeds_tan_alpha(model):
 def test_brick_slides_at_coulomb_acceleration(model):
     """time_stepping: the brick slides along t₁ = d₀, a facet direction of the pyramid."""
     mu = 0.2
-    result = run("ramp", model, duration=1.5, sets={"mu": mu, "slope_deg": SLOPE})
+    result = run_scenario("ramp", model, duration=1.5, sets={"mu": mu, "slope_deg": SLOPE})
     assert result.error is None
     t, x, v = along_slope(result)
     late = t > 0.5
@@ -143,7 +146,7 @@ def test_friction_against_sliding_direction(model, d, theta, ratio):
 
 @pytest.fixture(scope="module", params=MODELS)
 def standing(request):
-    return run("stand", request.param, duration=0.6, record_rate=200)
+    return run_scenario("stand", request.param, duration=0.6, record_rate=200)
 
 
 def test_stand_carries_the_weight(standing):
@@ -171,7 +174,8 @@ def test_stand_system_size_statistic(standing):
 # --- System sizes -----------------------------------------------------------------------------
 
 def standing_state(model, sets=None):
-    _, _, robot, sim, *_ = build("stand", model, sets=sets)
+    built = build(SimConfig.from_sets("stand", model, sets=sets))
+    robot, sim = built.robot, built.sim
     _, state = sim.contact_state(sim.q, sim.v, np.zeros(robot.n_joints))
     return sim.contact, state
 
@@ -312,7 +316,8 @@ def test_contact_adds_no_energy_beyond_the_stabilisation_bound(model):
     cases = [box_on_plane(model, height=0.02), box_on_plane(model, height=0.03, rpy=(0.4, 0.2, 0)),
              box_on_plane(model, height=0.05, rpy=(0.5, 0.25, 0.2), omega=(8.0, 2.4, 4.0))]
     runs = [contact_energy_steps(sim, 400, np.zeros(0)) for sim in cases]
-    _, _, robot, sim, *_ = build("drop", model, controller="none")
+    built = build(SimConfig.from_sets("drop", model, controller="none"))
+    robot, sim = built.robot, built.sim
     runs.append(contact_energy_steps(sim, 300, np.zeros(robot.n_joints)))
     for steps in runs:
         gain, bound, kinetic = steps.T
@@ -327,7 +332,8 @@ def shuffled_runs(model, scenario, n_steps=50):
     the ids of the contacts; shuffled with the positions as ids (a warm start keyed by array
     position). Returns the per-step generalized contact forces Jᵀf and statistics of each."""
     if scenario == "stand":
-        _, _, robot, sim, _, control, *_ = build("stand", model, controller="joint_pd")
+        built = build(SimConfig.from_sets("stand", model, controller="joint_pd"))
+        sim, control = built.sim, built.control
     else:  # a box sliding and spinning on flat ground: each corner slips its own way
         sim = box_on_plane(model, mu=0.3, omega=(0.0, 0.0, 4.0))
         sim.reset(sim.q, np.array([0.3, 0.0, 0.0, 0.0, 0.0, 4.0]))
@@ -487,7 +493,7 @@ def test_warm_basis_solve_equals_the_lemke_kernel_basis_solve():
     from biped_contact_sim.solvers.lemke_kernel import basis_solve
 
     rng = np.random.default_rng(8)
-    sims = [build("stand", "time_stepping", sets={"contacts": c})[3]
+    sims = [build(SimConfig.from_sets("stand", "time_stepping", sets={"contacts": c})).sim
             for c in ("geometry", "points")]
     sims += [box_on_plane("time_stepping", 0.3, SLOPE), box_on_plane("time_stepping", 0.6, SLOPE)]
     solved = {True: 0, False: 0}  # Lemke's bases taken, by whether the block is SPD

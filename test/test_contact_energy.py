@@ -17,10 +17,10 @@ stacked (world ``box_stack3``) stay at rest.
 import numpy as np
 import pytest
 
-from biped_contact_sim.cli.runner import run
 from biped_contact_sim.contact import CONTACT_MODELS, make_contact_model
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.session.runner import run_scenario
 from biped_contact_sim.sim.scenarios import SCENARIOS
 from biped_contact_sim.sim.simulator import SimSettings, Simulator
 from biped_contact_sim.sim.world import load_world
@@ -102,8 +102,8 @@ def test_the_energy_balance_reports_contact_work_and_explains_a_gain():
     and half the step at least halves the largest gain (first order or better)."""
     gains = []
     for dt in (1e-3, 5e-4):
-        result = run("drop", "gauss_seidel", "none", duration=0.9, dt=dt,
-                     sets={"contacts": "points"})
+        result = run_scenario("drop", "gauss_seidel", "none", duration=0.9, dt=dt,
+                              sets={"contacts": "points"})
         energy = result.summary()["energy_balance"]
         assert energy["contact_work_J"] < -100.0
         assert energy["contact_created_max_step_J"] <= 1e-9
@@ -113,6 +113,6 @@ def test_the_energy_balance_reports_contact_work_and_explains_a_gain():
             warning = next(w for w in result.warnings if w.startswith("energy gained in one"))
             assert "the integrator" in warning and "a smaller dt reduces it" in warning
     assert gains[1] < 0.5 * gains[0], gains
-    quiet = run("box_push", "gauss_seidel", duration=0.5).summary()
+    quiet = run_scenario("box_push", "gauss_seidel", duration=0.5).summary()
     assert quiet["energy_balance"]["contact_work_max_step_J"] <= 1e-9
     assert not quiet["warnings"]

@@ -425,10 +425,12 @@ def test_closed_chain_against_reference(k_rows, nb, nj):
 def test_closed_chain_on_captured_walk_states():
     """constrained_inverse_dynamics with the compiled closed chain and with its reference give
     the same v̇, τ and λ (1e-10) along a walk under ctc, single and double support."""
-    from biped_contact_sim.cli.runner import Run
     from biped_contact_sim.control.ctc import constrained_inverse_dynamics
+    from biped_contact_sim.session.config import SimConfig
+    from biped_contact_sim.session.runner import Run
 
-    run = Run("walk", "penalty_fl", "ctc", duration=1.2, sets={"contacts": "points"})
+    run = Run(SimConfig.from_sets("walk", "penalty_fl", "ctc", duration=1.2,
+                                  sets={"contacts": "points"}))
     ctl = run.control.controller
     data = run.robot.create_data()
     double = 0
@@ -490,11 +492,14 @@ def test_internal_force_law_along_a_wbc_run(scenario):
     """A wbc controller with the compiled law and a twin with its numpy form, fed the same
     measurements along a run (the twin's integral follows its own law): the same torques and
     internal forces to 1e-10."""
-    from biped_contact_sim.cli.runner import build
+    from biped_contact_sim.session.builder import build
+    from biped_contact_sim.session.config import SimConfig
 
-    _, _, _, sim, _, control, *_ = build(scenario, "penalty_fl", "wbc",
-                                         sets={"contacts": "points"})
-    twin = build(scenario, "penalty_fl", "wbc", sets={"contacts": "points"})[5]
+    built = build(SimConfig.from_sets(scenario, "penalty_fl", "wbc",
+                                      sets={"contacts": "points"}))
+    sim, control = built.sim, built.control
+    twin = build(SimConfig.from_sets(scenario, "penalty_fl", "wbc",
+                                     sets={"contacts": "points"})).control
     twin.controller.internal.compiled = False
     checked = 0
     for _ in range(800):

@@ -8,12 +8,12 @@ vertex unloading.
 
 import pytest
 
-from biped_contact_sim.cli.runner import run
+from biped_contact_sim.session.runner import run_scenario
 
 
 @pytest.fixture(scope="module")
 def sway():
-    return run("sway", "penalty_fl", duration=3.0, record_rate=200)
+    return run_scenario("sway", "penalty_fl", duration=3.0, record_rate=200)
 
 
 def test_sway_tracks_tension_cops_and_com(sway):
@@ -31,7 +31,7 @@ def test_sway_tracks_tension_cops_and_com(sway):
 
 
 def test_push_recovers_without_step_or_lifting_foot():
-    result = run("push", "penalty_fl", duration=2.5, record_rate=200)
+    result = run_scenario("push", "penalty_fl", duration=2.5, record_rate=200)
     summary = result.summary()
     m = summary["metrics"]
     assert summary["error"] is None and not summary["fell"]

@@ -287,13 +287,16 @@ def test_compiled_step_equals_numpy_path():
     along a walk it drives: the same torques, stance wrenches (1e-10 of their size) and load
     shares, in single and double support. The planar biped (a composite base joint, whose
     bias acceleration J̇ v does not hold) keeps the numpy path."""
-    from biped_contact_sim.cli.runner import build
     from biped_contact_sim.control import Measurement, make_controller
+    from biped_contact_sim.session.builder import build
+    from biped_contact_sim.session.config import SimConfig
 
-    planar = build("planar_walk", "penalty_fl", "ctc", sets={"contacts": "points"})[5]
+    planar = build(SimConfig.from_sets("planar_walk", "penalty_fl", "ctc",
+                                       sets={"contacts": "points"})).control
     assert not planar.controller.compiled
-    _, _, _, sim, _, control, *_ = build("walk", "penalty_fl", "ctc",
-                                         sets={"contacts": "points"})
+    built = build(SimConfig.from_sets("walk", "penalty_fl", "ctc",
+                                      sets={"contacts": "points"}))
+    sim, control = built.sim, built.control
     ctrl = control.controller
     s = ctrl.settings
     twin = make_controller("ctc", ctrl.robot, ctrl.behavior, ctrl.dt,

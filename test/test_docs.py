@@ -25,8 +25,24 @@ def run_example(code: str) -> str:
     return done.stdout
 
 
+#: the page's examples in order: a session run, a session built and stepped, the simulator's
+#: objects, a controller
+RUN, BUILD, OBJECTS, CONTROLLER = range(4)
+
+
+def test_python_api_session_examples_run_and_tell_the_truth():
+    examples = python_api_examples()
+    out = run_example(examples[RUN])
+    outcome, steps = re.search(r"^(\w+) (\d+) steps,", out, re.M).groups()
+    assert outcome == "completed" and int(steps) == 200  # 0.2 s at drop's 1 ms
+    assert float(re.search(r"max penetration ([\d.]+) mm", out).group(1)) > 0.0
+    t, fn = map(float, re.search(r"t = ([\d.]+) s, normal force ([\d.]+) N",
+                                 run_example(examples[BUILD])).groups())
+    assert t == pytest.approx(0.1) and fn > 100.0  # standing: the soles carry its weight
+
+
 def test_python_api_example_runs_and_the_feet_carry_the_weight():
-    out = run_example(python_api_examples()[0])
+    out = run_example(python_api_examples()[OBJECTS])
     carried, weight = map(float, re.search(r"feet carry ([\d.]+) N of ([\d.]+) N", out).groups())
     # at rest on the ground half a second after a 2 cm drop: Σ f_n = m g
     assert carried == pytest.approx(weight, rel=0.02)
@@ -35,8 +51,8 @@ def test_python_api_example_runs_and_the_feet_carry_the_weight():
 
 def test_python_api_controller_example_runs_and_refuses_a_nan():
     examples = python_api_examples()
-    assert len(examples) == 2  # the simulator's and the controller's, each tested here
-    out = run_example(examples[1])
+    assert len(examples) == 4  # the sessions', the simulator's and the controller's, each
+    out = run_example(examples[CONTROLLER])  # tested here
     torques = re.search(r"torques \[N·m\]: \[([^\]]*)\]", out).group(1).split()
     assert len(torques) == 14 and any(abs(float(x)) > 1.0 for x in torques)  # it holds a weight
     assert "refused: measurement.v[6] = nan must be finite" in out

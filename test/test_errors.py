@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from biped_contact_sim.cli.runner import run
 from biped_contact_sim.contact import CONTACT_MODELS, make_contact_model
 from biped_contact_sim.errors import ConfigError, DivergenceError, InputError
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.session.runner import run_scenario
 from biped_contact_sim.sim.scenarios import get_scenario
 from biped_contact_sim.sim.simulator import ExternalForce, SimSettings, Simulator
 
@@ -71,8 +71,8 @@ def test_divergence_is_named_and_not_committed():
 
 
 def test_runner_reports_divergence_instead_of_raising():
-    result = run("push", "penalty_fl", "joint_pd", duration=0.5,
-                 sets={"push_force": 1e6, "push_time": 0.0})
+    result = run_scenario("push", "penalty_fl", "joint_pd", duration=0.5,
+                          sets={"push_force": 1e6, "push_time": 0.0})
     assert result.error is not None and "DivergenceError" in result.error
     assert result.outcome == "diverged" and result.diverged["t"] < 0.5
     assert result.summary()["error"] == result.error
@@ -115,9 +115,9 @@ def test_torques_are_clamped_to_effort_limits():
 ])
 def test_badly_typed_set_values_are_config_errors(sets, match):
     with pytest.raises(ConfigError, match=match):
-        run("stand", "penalty_fl", controller="joint_pd", duration=0.01, sets=sets)
+        run_scenario("stand", "penalty_fl", controller="joint_pd", duration=0.01, sets=sets)
 
 
 def test_zero_dt_is_refused_not_replaced():
     with pytest.raises(ConfigError, match=r"dt = 0\.0 must be in"):
-        run("ball", "penalty_fl", duration=0.01, dt=0.0)
+        run_scenario("ball", "penalty_fl", duration=0.01, dt=0.0)

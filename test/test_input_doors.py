@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from biped_contact_sim.cli import main as cli
-from biped_contact_sim.cli.runner import build
 from biped_contact_sim.control import Measurement
 from biped_contact_sim.errors import InputError
+from biped_contact_sim.session.builder import build
+from biped_contact_sim.session.config import SimConfig
 
 ROBOT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "biped3d.yaml"
 
@@ -44,7 +45,8 @@ def test_robot_config_that_is_not_utf8_is_named_exit_2(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def stand():
     """The ``stand`` scenario built: (robot, simulator, q0, v0)."""
-    _, _, robot, sim, _, _, _, q0, v0 = build("stand", None, "joint_pd")
+    built = build(SimConfig.from_sets("stand", None, "joint_pd"))
+    robot, sim, q0, v0 = built.robot, built.sim, built.q0, built.v0
     return robot, sim, q0, v0
 
 
@@ -90,7 +92,8 @@ def test_controllers_refuse_non_finite_measurements_state_unchanged(scenario, co
     """A refused measurement leaves no trace: the torques that follow equal those of a twin
     controller that never saw it."""
     def make():
-        _, _, robot, _, _, loop, _, q0, v0 = build(scenario, None, controller)
+        built = build(SimConfig.from_sets(scenario, None, controller))
+        robot, loop, q0, v0 = built.robot, built.control, built.q0, built.v0
         return loop.controller, robot, q0, v0
 
     tested, robot, q0, v0 = make()
@@ -108,13 +111,15 @@ def test_controllers_refuse_non_finite_measurements_state_unchanged(scenario, co
 
 
 def test_controllers_refuse_wrong_lengths_naming_them():
-    _, _, robot, _, _, loop, _, q0, v0 = build("walk", None, "ctc")
+    built = build(SimConfig.from_sets("walk", None, "ctc"))
+    robot, loop, q0, v0 = built.robot, built.control, built.q0, built.v0
     with pytest.raises(InputError, match=rf"measurement.v must have {robot.nv} values"):
         loop.controller.compute(Measurement(0.0, q0, v0[:-1], {}))
 
 
 def test_joint_pd_refuses_non_finite_state():
-    _, _, robot, _, _, pd, _, q0, v0 = build("drop", None, "joint_pd")
+    built = build(SimConfig.from_sets("drop", None, "joint_pd"))
+    pd, q0, v0 = built.control, built.q0, built.v0
     tau = pd(0.0, q0, v0)
     q = q0.copy()
     q[10] = np.nan

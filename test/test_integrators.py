@@ -12,9 +12,9 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from biped_contact_sim.cli.runner import run
 from biped_contact_sim.contact import CONTACT_MODELS, make_contact_model
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.session.runner import run_scenario
 from biped_contact_sim.sim.simulator import SimSettings, Simulator
 
 
@@ -57,7 +57,7 @@ def test_semi_implicit_euler_keeps_the_angular_momentum_of_a_tumbling_free_body(
 def test_energy_balance_of_a_dropped_ball():
     """No torque, no external force: all of m g h is dissipated by the landings (penalty_fl
     brings the ball to rest on the ground), nothing created."""
-    result = run("ball", "penalty_fl", duration=1.0)
+    result = run_scenario("ball", "penalty_fl", duration=1.0)
     energy = result.summary()["energy_balance"]
     assert energy["work_torques_J"] == 0.0 and energy["work_external_J"] == 0.0
     assert energy["dissipated_J"] == pytest.approx(1.0 * 9.81 * 0.5, rel=1e-3)
@@ -68,7 +68,7 @@ def test_energy_balance_counts_the_work_of_a_push():
     """A standing robot pushed on the pelvis: the push's work W = ∫ F·ṗ dt (from the pelvis
     velocity, independently of the runner) is in the balance, and the controller and contacts
     then take the energy out (dissipated + torque work ≥ 0)."""
-    result = run("push", "penalty_fl", duration=1.3, sets={"push_force": 50.0})
+    result = run_scenario("push", "penalty_fl", duration=1.3, sets={"push_force": 50.0})
     energy = result.summary()["energy_balance"]
     assert energy["work_external_J"] > 0.0
     data = result.robot.create_data()
@@ -90,28 +90,28 @@ def test_limp_biped_landing_creates_no_energy(model):
     tolerance: the runner's (0.01 J + 2e-3 of the energy scale, ~0.6 J here) at dt = 0.1 ms;
     at dt = 1 ms the collapsing limbs make semi-implicit Euler's own energy error reach tens
     of joules (the summary warns)."""
-    result = run("drop", model, "none", duration=0.6, dt=1e-4)
+    result = run_scenario("drop", model, "none", duration=0.6, dt=1e-4)
     energy = result.energy
     assert energy["created_J"] <= energy["tolerance_J"], energy
     assert energy["dissipated_J"] > 10.0  # the landing dissipates
 
 
 def test_forced_divergence_is_diverged_and_a_fall_is_fell():
-    diverged = run("push", "penalty_fl", "joint_pd", duration=0.1,
-                   sets={"push_force": 1e6, "push_time": 0.0}).summary()
+    diverged = run_scenario("push", "penalty_fl", "joint_pd", duration=0.1,
+                            sets={"push_force": 1e6, "push_time": 0.0}).summary()
     assert diverged["outcome"] == "diverged" and not diverged["fell"]
     assert 0.0 < diverged["diverged"]["t"] <= 0.1
     assert "max_speed" in diverged["diverged"]["cause"]
-    fallen = run("drop", "penalty_fl", "none", duration=1.0).summary()
+    fallen = run_scenario("drop", "penalty_fl", "none", duration=1.0).summary()
     assert fallen["outcome"] == "fell" and fallen["diverged"] is None and fallen["error"] is None
-    standing = run("stand", "penalty_fl", duration=0.2).summary()
+    standing = run_scenario("stand", "penalty_fl", duration=0.2).summary()
     assert standing["outcome"] == "completed" and not standing["warnings"]
 
 
 def test_solver_events_are_warnings():
     """A step counted in a failure statistic (here: Gauss–Seidel with a one-sweep cap, which
     cannot converge on a landing) appears in summary.json's warnings, with the count."""
-    result = run("drop", "gauss_seidel", duration=0.2, sets={"contact.max_sweeps": 1})
+    result = run_scenario("drop", "gauss_seidel", duration=0.2, sets={"contact.max_sweeps": 1})
     summary = result.summary()
     assert summary["solver_stats"]["solver_failures"]["max"] == 1.0
     assert any("solver_failures" in w and "did not converge" in w for w in summary["warnings"])

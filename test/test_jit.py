@@ -49,15 +49,15 @@ def test_every_compiled_function_is_a_declared_kernel_in_a_listed_module():
 def test_the_scenarios_compile_nothing_beyond_the_declared_signatures():
     """Runs of every contact model in both contact modes, RK4 and pushes included, leave every
     kernel with exactly its declared overloads (and unable to compile others)."""
-    from biped_contact_sim.cli.runner import run
+    from biped_contact_sim.session.runner import run_scenario
 
     for model in ("spring_damper", "penalty_fl", "gauss_seidel", "time_stepping",
                   "acceleration_lcp"):
-        run("stand", model, controller="joint_pd", duration=0.003,
-            sets={"contacts": "points"})
-        run("stand", model, controller="joint_pd", duration=0.003)
-    run("push", "penalty_fl", duration=0.003, integrator="rk4", sets={"push_time": 0.0})
-    run("box_stack", "gauss_seidel", duration=0.003)
+        run_scenario("stand", model, controller="joint_pd", duration=0.003,
+                     sets={"contacts": "points"})
+        run_scenario("stand", model, controller="joint_pd", duration=0.003)
+    run_scenario("push", "penalty_fl", duration=0.003, integrator="rk4", sets={"push_time": 0.0})
+    run_scenario("box_stack", "gauss_seidel", duration=0.003)
     loaded = [(m, d) for m, d in jit.iter_kernels() if jit.is_loaded(d)]
     assert len(loaded) >= 20  # the entry kernels (those they call are in their code)
     for module, disp in loaded:

@@ -11,10 +11,11 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from biped_contact_sim.cli.runner import build
 from biped_contact_sim.contact import ContactState, make_contact_model
 from biped_contact_sim.contact.penalty_fl import min_norm_kernel
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.session.builder import build
+from biped_contact_sim.session.config import SimConfig
 from biped_contact_sim.sim.collision import _alloc
 from biped_contact_sim.sim.simulator import SimSettings, Simulator
 from biped_contact_sim.sim.terrain import PlaneTerrain
@@ -135,8 +136,9 @@ def test_compiled_models_equal_their_reference_on_captured_states(scenario, mode
     """States captured along a run (touch-down, settling, sliding): forces, active sets and
     statistics of the compiled model equal the numpy reference's, stepping both side by side
     (the reference keeps its own stiction anchors)."""
-    _, _, robot, sim, _, control, settings, *_ = build(
-        scenario, model, controller="joint_pd" if scenario in ("drop", "stand") else None)
+    built = build(SimConfig.from_sets(
+        scenario, model, controller="joint_pd" if scenario in ("drop", "stand") else None))
+    robot, sim, control, settings = built.robot, built.sim, built.control, built.contact_settings
     reference = make_contact_model(model, **settings)
     reference.reset(robot.n_points)
     for _ in range(300):
@@ -227,12 +229,14 @@ def test_convex_hull_kernel_equals_the_reference():
 def test_observers_from_the_step_equal_the_reference(scenario, model):
     """Sole wrenches, CoPs, ZMP, support polygon and the per-step maxima, from the step's own
     terms (compiled) and from pinocchio's frames (numpy): equal along a run."""
-    from biped_contact_sim.cli.runner import RESIDUAL_KEYS, Run, RunResult, _accumulate
+    from biped_contact_sim.session.accounting import RESIDUAL_KEYS, _accumulate
+    from biped_contact_sim.session.config import SimConfig
+    from biped_contact_sim.session.runner import Run, RunResult
     from biped_contact_sim.sim.observables import foot_wrenches
 
     # the points path (geometry contacts: ZMP on the ground plane, test_world_scenarios)
-    run = Run(scenario, model, duration=1.5 if scenario == "walk" else 0.4,
-              sets={"contacts": "points"})
+    run = Run(SimConfig.from_sets(scenario, model, duration=1.5 if scenario == "walk" else 0.4,
+                                  sets={"contacts": "points"}))
     reference = RunResult(run.result.scenario, {}, model, {}, "", run.robot, run.sim)
     data = run.robot.create_data()
     while not run.done:
@@ -304,11 +308,12 @@ def test_geometry_wrenches_kernel_equals_the_numpy_reference_on_random_problems(
 def test_geometry_observers_from_the_step_equal_the_reference(scenario, controller, model):
     """Geometry contacts: the observation and the closed loop's sole wrenches from the step's
     joint placements (compiled) equal those from pinocchio's frames (numpy) along a run."""
-    from biped_contact_sim.cli.runner import Run
+    from biped_contact_sim.session.config import SimConfig
+    from biped_contact_sim.session.runner import Run
     from biped_contact_sim.sim.observables import MIN_NORMAL_FORCE, _geometry_feet, foot_wrenches
 
-    run = Run(scenario, model, controller, duration=0.3, record_rate=1000.0,
-              sets={"contacts": "geometry"})
+    run = Run(SimConfig.from_sets(scenario, model, controller, duration=0.3, record_rate=1000.0,
+                                  sets={"contacts": "geometry"}))
     data = run.robot.create_data()
     while not run.done:
         q, v = run.sim.q, run.sim.v
@@ -494,8 +499,9 @@ def test_models_from_the_step_buffer_equal_their_delassus_path(model, contacts):
     (contact/acceleration_lcp_warm.py): the same LCP solution, to rounding amplified by the
     ε-regularised friction block (test_acceleration_lcp_warm), so there to 1e-8 relative and
     equal statistics but the residual."""
-    _, _, robot, sim, _, control, *_ = build("stand", model, controller="joint_pd",
-                                             sets={"contacts": contacts})
+    built = build(SimConfig.from_sets("stand", model, controller="joint_pd",
+                                      sets={"contacts": contacts}))
+    sim, control = built.sim, built.control
     for k in range(60):
         tau = control(sim.t, sim.q, sim.v)
         _, state = sim.contact_state(*sim.full_state(), tau)
@@ -520,8 +526,10 @@ def _general_twin(scenario, model, contacts=None, **sets):
     (``_fast``), the second from ``contact_state``; both under the first's joint PD."""
     sets = dict(sets, **({"contacts": contacts} if contacts else {}))
     ctrl = "joint_pd" if scenario in ("stand", "step", "drop") else None
-    _, _, robot, lean, _, control, *_ = build(scenario, model, controller=ctrl, sets=sets)
-    _, _, _, general, *_ = build(scenario, model, controller=ctrl, sets=sets)
+    built = build(SimConfig.from_sets(scenario, model, controller=ctrl, sets=sets))
+    robot, lean, control = built.robot, built.sim, built.control
+    built = build(SimConfig.from_sets(scenario, model, controller=ctrl, sets=sets))
+    general = built.sim
     general._fast = None
     return robot, lean, general, control
 
@@ -613,8 +621,9 @@ def test_euler_into_equals_euler_step():
     J_c v⁺, max|v⁺| and numpy's dt·v⁺ bit for bit."""
     from biped_contact_sim.robot.kernels import euler_into, euler_step
 
-    _, _, _, sim, _, control, *_ = build("stand", "penalty_fl", controller="joint_pd",
-                                         sets={"contacts": "geometry"})
+    built = build(SimConfig.from_sets("stand", "penalty_fl", controller="joint_pd",
+                                      sets={"contacts": "geometry"}))
+    sim, control = built.sim, built.control
     rng = np.random.default_rng(3)
     for _ in range(20):
         tau = control(sim.t, sim.q, sim.v)

@@ -11,12 +11,12 @@ at v within v²/(2 μ g) (< 2 mm at the stroke's peak speed of 0.14 m/s).
 
 import pytest
 
-from biped_contact_sim.cli.runner import run
+from biped_contact_sim.session.runner import run_scenario
 
 
 @pytest.mark.parametrize("model", ["gauss_seidel", "penalty_fl"])
 def test_lean_on_table_catches_the_lean_and_pushes_the_box_off(model):
-    result = run("lean_on_table", model)
+    result = run_scenario("lean_on_table", model)
     summary = result.summary()
     assert summary["outcome"] == "completed", summary["error"]
     metrics = summary["metrics"]

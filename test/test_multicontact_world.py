@@ -10,14 +10,14 @@ below 5 mm, no torque saturated, the panel force within 5 N of 60 N while slidin
 
 import pytest
 
-from biped_contact_sim.cli.runner import run
+from biped_contact_sim.session.runner import run_scenario
 
 FEET = ["left_foot", "right_foot"]
 
 
 @pytest.mark.parametrize("model", ["gauss_seidel", "penalty_fl"])
 def test_multicontact_sequence_in_the_world(model):
-    summary = run("multicontact", model).summary()
+    summary = run_scenario("multicontact", model).summary()
     assert summary["outcome"] == "completed", summary["error"]
     m = summary["metrics"]
     mc = m["multicontact"]

@@ -124,12 +124,12 @@ def test_trace_topics_are_absolute_with_offered_qos(walk_trace):
 
 
 def test_unwritable_out_fails_before_simulating(tmp_path, capsys, monkeypatch):
-    from biped_contact_sim.cli import runner
+    from biped_contact_sim.session import runner
 
     def no_run(*args, **kwargs):
         raise AssertionError("simulated although --out is unusable")
 
-    monkeypatch.setattr(runner, "run", no_run)
+    monkeypatch.setattr(runner, "Run", no_run)
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     for out in (a_file, Path("/proc/nope")):

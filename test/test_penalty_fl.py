@@ -11,8 +11,9 @@
 import numpy as np
 import pytest
 
-from biped_contact_sim.cli.runner import build
 from biped_contact_sim.contact import ContactState, make_contact_model
+from biped_contact_sim.session.builder import build
+from biped_contact_sim.session.config import SimConfig
 
 
 def _two_coupled_points() -> ContactState:
@@ -59,9 +60,10 @@ def test_rising_point_leaves_contact_only_without_separation_damping(separation_
                                                                      leaves):
     kp, kv, eps = 500.0, 250.0, 1e-6
     u = 5.0 * np.sqrt(kp) * eps  # 5 × the escape speed ω ε of the undamped rising half
-    _, _, robot, sim, *_ = build("ball", "penalty_fl", sets={
+    built = build(SimConfig.from_sets("ball", "penalty_fl", sets={
         "contact.kp": kp, "contact.kv": kv, "contact.epsilon": eps,
-        "contact.separation_damping": separation_damping})
+        "contact.separation_damping": separation_damping}))
+    sim = built.sim
     q = sim.q.copy()
     q[2] -= sim.contact_state(sim.q, sim.v, np.zeros(0))[1].phi[0] + eps  # put φ at −ε
     sim.reset(q, np.array([0.0, 0.0, u]))
@@ -72,7 +74,8 @@ def test_rising_point_leaves_contact_only_without_separation_damping(separation_
 
 def _standing_delassus(contacts: str) -> np.ndarray:
     """G over the standing biped's active sole points (rank 12 of 24: two rigid soles)."""
-    _, _, robot, sim, *_ = build("stand", "penalty_fl", sets={"contacts": contacts})
+    built = build(SimConfig.from_sets("stand", "penalty_fl", sets={"contacts": contacts}))
+    robot, sim = built.robot, built.sim
     _, state = sim.contact_state(sim.q, sim.v, np.zeros(robot.n_joints))
     G, _ = state.delassus(np.arange(state.n_points))
     return G

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from biped_contact_sim.cli.runner import run
+from biped_contact_sim.session.runner import run_scenario
 
 SLOPE = 20.0
 
@@ -19,7 +19,7 @@ def along_slope(result):
 @pytest.mark.parametrize("model", ["penalty_fl", "spring_damper"])
 def test_brick_sticks_and_stays_when_mu_exceeds_tan_alpha(model):
     assert 0.5 > np.tan(np.radians(SLOPE))
-    result = run("ramp", model, duration=3.0, sets={"mu": 0.5, "slope_deg": SLOPE})
+    result = run_scenario("ramp", model, duration=3.0, sets={"mu": 0.5, "slope_deg": SLOPE})
     assert result.error is None
     t, x, v = along_slope(result)
     stop = np.flatnonzero(np.abs(v) < 1e-4)[0]
@@ -31,7 +31,7 @@ def test_brick_sticks_and_stays_when_mu_exceeds_tan_alpha(model):
 @pytest.mark.parametrize("model", ["penalty_fl", "spring_damper"])
 def test_brick_slides_at_coulomb_acceleration(model):
     mu = 0.2
-    result = run("ramp", model, duration=2.0, sets={"mu": mu, "slope_deg": SLOPE})
+    result = run_scenario("ramp", model, duration=2.0, sets={"mu": mu, "slope_deg": SLOPE})
     t, x, v = along_slope(result)
     late = t > 0.5
     accel = np.polyfit(t[late], v[late], 1)[0]

@@ -68,10 +68,10 @@ def test_live_view_serves_the_scene_and_follows_the_run():
     """--view: a local meshcat server that a browser can load; every sample reaches it."""
     import urllib.request
 
-    from biped_contact_sim.cli.runner import run
     from biped_contact_sim.record.replay import LiveView
+    from biped_contact_sim.session.runner import run_scenario
 
-    result = run("ball", duration=0.01)
+    result = run_scenario("ball", duration=0.01)
     view = LiveView(result.robot, result.sim.terrain, result.samples[0].step.q)
     try:
         with urllib.request.urlopen(view.url, timeout=30) as page:

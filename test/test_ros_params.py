@@ -1,5 +1,5 @@
 """Parameter schema of the nodes (biped_contact_sim/ros/params.py) and the robot they load
-(ros/robot_source.py): validation messages, descriptors, YAML files against the schema."""
+(robot/source.py): validation messages, descriptors, YAML files against the schema."""
 
 import dataclasses
 from pathlib import Path
@@ -11,9 +11,9 @@ from ros_logic_helpers import ROOT
 
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.robot import source as robot_source
 from biped_contact_sim.robot.config import load_robot_config
 from biped_contact_sim.ros import params as ros_params
-from biped_contact_sim.ros import robot_source
 from biped_contact_sim.sim.scenarios import get_scenario
 
 

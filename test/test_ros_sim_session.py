@@ -13,12 +13,13 @@ from biped_contact_sim.ros import sim_session
 
 
 def test_build_world_matches_the_cli_factory():
-    from biped_contact_sim.cli.runner import build
+    from biped_contact_sim.session.builder import build
+    from biped_contact_sim.session.config import SimConfig
 
     config = ros_params.sim_config({"scenario_sets": "mu=0.6"})
     world = sim_session.build_world(config)
-    scenario, params, robot, sim, *_rest, q0, v0 = build("stand", "penalty_fl", "none",
-                                                          sets={"mu": 0.6})
+    built = build(SimConfig.from_sets("stand", "penalty_fl", "none", sets={"mu": 0.6}))
+    robot, sim, q0, v0 = built.robot, built.sim, built.q0, built.v0
     assert world.robot.actuated_joint_names == robot.actuated_joint_names
     assert world.robot.mass == robot.mass
     np.testing.assert_array_equal(world.q0, q0)
@@ -35,10 +36,11 @@ def test_build_world_matches_the_cli_factory():
 ])
 def test_build_world_has_the_world_and_contacts_of_the_cli(values, sets):
     """The node's world/contacts parameters give the Simulator biped-sim's --set gives."""
-    from biped_contact_sim.cli.runner import build
+    from biped_contact_sim.session.builder import build
+    from biped_contact_sim.session.config import SimConfig
 
     world = sim_session.build_world(ros_params.sim_config(values))
-    sim = build("stand", "penalty_fl", "none", sets=sets)[3]
+    sim = build(SimConfig.from_sets("stand", "penalty_fl", "none", sets=sets)).sim
     assert world.sim.contacts == sim.contacts == "geometry"
     assert repr(world.sim.world) == repr(sim.world)  # (World holds arrays: no ==)
     assert world.world_name == sets.get("world", "")

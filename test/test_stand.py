@@ -4,7 +4,7 @@ default) and under the runner's joint PD hold."""
 import numpy as np
 import pytest
 
-from biped_contact_sim.cli.runner import run
+from biped_contact_sim.session.runner import run_scenario
 from biped_contact_sim.sim.observables import (
     configured_point_values,
     convex_hull,
@@ -23,7 +23,7 @@ KNOWN_NOT_AT_REST = pytest.mark.xfail(
                 ids=lambda p: "-".join(p))
 def standing(request):
     model, controller = request.param
-    return run("stand", model, controller=controller, duration=3.0, record_rate=200)
+    return run_scenario("stand", model, controller=controller, duration=3.0, record_rate=200)
 
 
 def test_stand_statics_at_rest(standing, request):
@@ -56,8 +56,8 @@ def test_drop_comes_to_rest_under_the_joint_pd_on_penalty_fl():
     damps only approach (−k_v min(0, φ̇)), so a sole vertex rising on a micrometre rebound
     leaves the active set and the landing repeats; the scenario uses separation_damping."""
     def normal_force(separation_damping):
-        result = run("drop", "penalty_fl", "joint_pd", duration=2.0,
-                     sets={"contact.separation_damping": separation_damping})
+        result = run_scenario("drop", "penalty_fl", "joint_pd", duration=2.0,
+                              sets={"contact.separation_damping": separation_damping})
         late = [s.step for s in result.samples if s.step.t >= 1.0]
         return np.array([step.f_contact[:, 2].sum() for step in late]), result
 

@@ -14,9 +14,9 @@ from mcap.reader import NonSeekingReader
 from mcap_ros2.decoder import DecoderFactory
 from run_helpers import biped_sim, csv_rows, read_trace, recording, wait_until
 
-from biped_contact_sim.cli.runner import OUTCOMES
 from biped_contact_sim.record import recover
 from biped_contact_sim.record.outdir import LOCK_FILE
+from biped_contact_sim.session.config import OUTCOMES
 
 RUN = ("run", "ramp", "--duration", "600")  # far longer than any test waits
 

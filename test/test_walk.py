@@ -19,12 +19,12 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from biped_contact_sim.cli.runner import run
 from biped_contact_sim.control import Measurement, Reference, make_behavior, make_controller
 from biped_contact_sim.control.base import Behavior
 from biped_contact_sim.control.ctc import MIN_SHARE
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.session.runner import run_scenario
 
 
 class Script(Behavior):
@@ -123,7 +123,7 @@ def test_release_only_a_foot_the_reference_lifts(biped):
 def test_penalty_fl_sole_on_the_ground_is_in_contact():
     """A sole placed on the ground (φ = +round-off) is active from the first step: the planar
     biped's hold starts supported, not in a one-step free fall."""
-    result = run("planar_walk", "penalty_fl", controller="ctc", duration=0.02)
+    result = run_scenario("planar_walk", "penalty_fl", controller="ctc", duration=0.02)
     first = result.samples[0].step
     assert first.active.all()
     assert first.f_contact[:, 2].sum() == pytest.approx(RobotModel.load(
@@ -136,7 +136,7 @@ def test_penalty_fl_sole_on_the_ground_is_in_contact():
 def test_walk_five_steps(model, controller):
     """Acceptance of ``walk`` (module docstring) with the scenario's contact defaults
     (``penalty_fl``: separation damping)."""
-    result = run("walk", model, controller=controller)
+    result = run_scenario("walk", model, controller=controller)
     assert result.controller == controller
     if model == "penalty_fl":
         assert result.contact_settings["separation_damping"] is True
@@ -161,7 +161,7 @@ def test_planar_walk_ctc(model):
     robot = RobotModel.load("planar_biped")
     behavior = make_behavior("planar_walk", robot, robot.standing_configuration())
     p = behavior.params
-    result = run("planar_walk", model, controller="ctc")
+    result = run_scenario("planar_walk", model, controller="ctc")
     summary = result.summary()
     m = summary["metrics"]
     assert summary["error"] is None and not summary["fell"]

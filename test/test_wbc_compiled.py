@@ -53,11 +53,13 @@ def _same(out, ref) -> None:
 def test_biped_step_equals_numpy_stages(scenario, duration):
     """The biped in the simulator (penalty_fl, point contacts) under the compiled step; the
     twin fed the same measurements (state and the sole wrenches of the last step)."""
-    from biped_contact_sim.cli.runner import build
     from biped_contact_sim.control import Measurement
+    from biped_contact_sim.session.builder import build
+    from biped_contact_sim.session.config import SimConfig
 
-    _, _, _, sim, _, control, *_ = build(scenario, "penalty_fl", "wbc",
-                                         sets={"contacts": "points"})
+    built = build(SimConfig.from_sets(scenario, "penalty_fl", "wbc",
+                                      sets={"contacts": "points"}))
+    sim, control = built.sim, built.control
     ctrl = control.controller
     twin = _twin(ctrl)
     stances = set()

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from biped_contact_sim.cli.runner import run
 from biped_contact_sim.contact import CONTACT_MODELS, make_contact_model
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.session.runner import run_scenario
 from biped_contact_sim.sim.observables import Observer
 from biped_contact_sim.sim.scenarios import get_scenario
 from biped_contact_sim.sim.simulator import SimSettings, Simulator
@@ -43,7 +43,7 @@ def test_limp_fall_lies_on_the_ground_without_deep_penetration_or_energy_gain(mo
     only gravity and the contacts work; a damped, clamped spring stores no more than the work
     done on it)."""
     extra = FALL_RUN.get(model, {})
-    result = run("fall", contact_model=model, duration=1.5, record_rate=1000, **extra)
+    result = run_scenario("fall", contact_model=model, duration=1.5, record_rate=1000, **extra)
     assert result.outcome == "completed", result.error
     assert result.max_penetration < FALL_DEPTH[model]
     assert result.energy["created_J"] <= result.energy["tolerance_J"]
@@ -60,7 +60,7 @@ def test_limp_fall_lies_on_the_ground_without_deep_penetration_or_energy_gain(mo
 
 
 def test_step_scenario_stands_on_the_step_and_its_edge():
-    result = run("step", contact_model="time_stepping", duration=0.5, record_rate=50)
+    result = run_scenario("step", contact_model="time_stepping", duration=0.5, record_rate=50)
     assert result.outcome == "completed", result.error
     step = result.samples[-1].step
     on_edge = np.isclose(step.p[:, 0], -0.04, atol=1e-6) & step.active
@@ -72,9 +72,9 @@ def test_step_scenario_stands_on_the_step_and_its_edge():
 
 
 def test_box_push_and_stack_scenarios_run_and_report():
-    push = run("box_push", contact_model="gauss_seidel", duration=0.5, record_rate=50)
+    push = run_scenario("box_push", contact_model="gauss_seidel", duration=0.5, record_rate=50)
     assert push.outcome == "completed" and push.samples[-1].step.q[0] > 0.05
-    stack = run("box_stack", contact_model="time_stepping", duration=0.3, record_rate=50)
+    stack = run_scenario("box_stack", contact_model="time_stepping", duration=0.3, record_rate=50)
     assert stack.outcome == "completed"
     assert np.abs(stack.samples[-1].step.q_objects[:2]).max() < 1e-4
 
@@ -136,7 +136,7 @@ def test_replay_draws_the_world_boxes_and_moves_the_free_objects(tmp_path, monke
         shape = shapes[f"box/{box.name}"]
         assert shape.kind == "box" and np.allclose(shape.size, box.size)
         np.testing.assert_allclose(shape.placement, box.pose.homogeneous)
-    result = run("box_stack", contact_model="time_stepping", duration=0.1, record_rate=100)
+    result = run_scenario("box_stack", contact_model="time_stepping", duration=0.1, record_rate=100)
     recorder = replay.ReplayRecorder(result.robot, result.sim.terrain, result.sim.world)
     for sample in result.samples:
         recorder.add(sample)
@@ -194,8 +194,8 @@ def test_robot_scenarios_default_to_geometry_and_the_papers_scenarios_to_points(
 def test_stand_with_points_and_with_geometry_carries_the_weight_on_the_same_corners():
     """On flat ground the soles' geometry contacts are their configured corners: the two modes
     give the same sole vertices and the same load to 1e-6 N."""
-    runs = {mode: run("stand", contact_model="time_stepping", controller="joint_pd",
-                      duration=0.2, record_rate=50, sets={"contacts": mode})
+    runs = {mode: run_scenario("stand", contact_model="time_stepping", controller="joint_pd",
+                               duration=0.2, record_rate=50, sets={"contacts": mode})
             for mode in ("points", "geometry")}
     weight = runs["points"].robot.mass * G
     steps = {mode: r.samples[-1].step for mode, r in runs.items()}
@@ -251,8 +251,8 @@ def test_geometry_plate_rests_on_grid_squared_studs_carrying_mg_at_its_centre(mo
       1e-8 m (the residual moment over m g of the solvers' tolerances).
     """
     sets = {"grid": grid, **(PLATE_SPRING if model == "spring_damper" else {})}
-    result = run("plate", contact_model=model, duration=PLATE_SETTLE_S + PLATE_WATCH_S,
-                 record_rate=100, sets=sets)
+    result = run_scenario("plate", contact_model=model, duration=PLATE_SETTLE_S + PLATE_WATCH_S,
+                          record_rate=100, sets=sets)
     assert result.outcome == "completed", result.error
     assert result.sim.contacts == "geometry"
     m = grid * grid
@@ -286,8 +286,9 @@ def test_geometry_plate_rests_on_grid_squared_studs_carrying_mg_at_its_centre(mo
 def test_plate_studs_touch_at_the_configured_points_as_the_points_contacts_do():
     """With ``--set contacts=points`` the plate is the configured points of before; with its
     studs, the same places carry the same forces (grid 3, time_stepping: 1e-9 N)."""
-    runs = {mode: run("plate", contact_model="time_stepping", duration=0.1, record_rate=100,
-                      sets={"grid": 3, "contacts": mode}) for mode in ("points", "geometry")}
+    runs = {mode: run_scenario("plate", contact_model="time_stepping", duration=0.1,
+                               record_rate=100, sets={"grid": 3, "contacts": mode})
+            for mode in ("points", "geometry")}
     assert runs["points"].sim.contacts == "points" and runs["points"].robot.n_points == 9
     from biped_contact_sim.sim.observables import configured_point_values
 

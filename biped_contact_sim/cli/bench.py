@@ -9,7 +9,7 @@ URDF:
 * only the bodies that carry our contact points collide (the URDF's foot boxes, whose bottom
   face is the sole of our contact points), with the floor only;
 * the actuated joints are held by MuJoCo position actuators with the gains and the static
-  gravity feed-forward of the runner's ``JointPD`` (``τ = τ_g + K_p(q_ref − q) − K_d q̇``
+  gravity feed-forward of ``control.joint_pd.JointPD`` (``τ = τ_g + K_p(q_ref − q) − K_d q̇``
   as the affine bias of each actuator), so the whole hold runs inside ``mj_step``;
 * MuJoCo's defaults otherwise (Newton solver, pyramidal cones, Euler integrator), with
   ``timestep`` = the scenario's dt.
@@ -57,10 +57,12 @@ from biped_contact_sim.cli.bench_loops import (
     median_us,
     ratio,
 )
-from biped_contact_sim.cli.runner import JointPD, JointPDSettings, build
 from biped_contact_sim.contact import CONTACT_MODELS
+from biped_contact_sim.control.joint_pd import JointPD, JointPDSettings
 from biped_contact_sim.errors import BipedSimError, ConfigError
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.session.builder import build
+from biped_contact_sim.session.config import SimConfig
 from biped_contact_sim.sim.scenarios import get_scenario
 
 PEERS = ("mujoco", "none")
@@ -288,11 +290,11 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
                                "peer": out["peer"], "peer_step_us": None, "ratio_to_peer": None}
         rows[model] = row
         try:
-            _, _, _, sim, _, control, *_ = build(scenario, model, controller=hold, sets=sets)
+            built = build(SimConfig.from_sets(scenario, model, hold, sets=sets))
         except ConfigError as exc:
             row["error"] = f"refused: {exc}"
             continue
-        benches[model] = StepBench(sim, control)
+        benches[model] = StepBench(built.sim, built.control)
         benches[model](BENCH_WARMUP_STEPS)  # warm-up: imports, caches, compiled kernels
     timers: dict[str, Timer] = {"peer": mj_peer.step} if mj_peer is not None else {}
     timers.update(benches)
@@ -417,7 +419,8 @@ def _scaling_row(model: str, contacts: str, grid: int, steps: int,
     """One point of the scaling study: the plate on grid² contacts settled for
     BENCH_WARMUP_STEPS, then ``steps`` steps timed one by one (``CLOCK``); geometry contacts
     time their detection apart over the same steps. ``show``: print the row."""
-    _, _, robot, sim, *_ = build("plate", model, sets={"grid": grid, "contacts": contacts})
+    built = build(SimConfig.from_sets("plate", model, sets={"grid": grid, "contacts": contacts}))
+    robot, sim = built.robot, built.sim
     tau = np.zeros(robot.n_joints)
     for _ in range(BENCH_WARMUP_STEPS):  # settle: all contacts closed
         step = sim.step(tau)

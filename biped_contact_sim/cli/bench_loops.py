@@ -5,7 +5,7 @@ own with the CPU time of the benchmarking thread (``CLOCK``); a figure is the me
 rounds of the per-step time, and a ratio compares two medians of the same rounds (load from
 other processes shifts both alike).
 
-Closed loops: a whole ``biped-sim run`` loop (``runner.Run``: controller, step, the closed
+Closed loops: a whole ``biped-sim run`` loop (``session.runner.Run``: controller, step, the closed
 loop's measured sole wrenches, the accumulators, observers at ``RUN_RECORD_RATE``) per
 simulated millisecond, for the biped (``walk`` with ``ctc``; ``stand``, ``sway``, ``push``,
 ``walk`` with ``wbc``) and the humanoid (``multicontact``, ``lean_on_table`` with ``wbc``), on
@@ -24,8 +24,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from biped_contact_sim.cli.runner import RUN_RECORD_RATE, Run
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.session.config import RUN_RECORD_RATE, SimConfig
+from biped_contact_sim.session.runner import Run
 
 CLOCK = time.thread_time  # CPU time of this thread
 BENCH_WARMUP_STEPS = 50
@@ -95,16 +96,16 @@ def closed_loops(loops: tuple[tuple[str, str, str], ...], loop_steps: int, block
         try:
             # Observers at biped-sim run's default record rate (the files' writing is not
             # timed: it is disk and message encoding, not the loop a controller sees).
-            sessions[key] = session = Run(scen, model, controller, sets=sets, record_rate=None,
-                                          clock=CLOCK, default_record_rate=RUN_RECORD_RATE)
+            config = SimConfig.from_sets(scen, model, controller, sets=sets)
+            sessions[key] = session = Run(config, clock=CLOCK,
+                                          default_record_rate=RUN_RECORD_RATE)
         except ConfigError as exc:
             row["error"] = f"refused: {exc}"
             continue
         # Warm-up on a twin run (compiled kernels, caches), so that the timed run's
         # time_shares, means over its whole loop, hold no compilation; the timed run itself
         # still starts at t = 0.
-        Run(scen, model, controller, sets=sets, record_rate=None, clock=CLOCK,
-            default_record_rate=RUN_RECORD_RATE).advance(BENCH_WARMUP_STEPS)
+        Run(config, clock=CLOCK, default_record_rate=RUN_RECORD_RATE).advance(BENCH_WARMUP_STEPS)
         timers[key] = _loop_timer(session)
     times = interleave(timers, loop_steps, block)
     peer_ms = median_us(times.get("peer", []))

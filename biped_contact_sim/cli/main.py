@@ -43,9 +43,10 @@ from typing import TYPE_CHECKING, Any
 
 from biped_contact_sim.cli import progress
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.session.config import DEFAULT_CONTACT_MODEL  # light: no numpy
 
 if TYPE_CHECKING:
-    from biped_contact_sim.cli.runner import RunResult
+    from biped_contact_sim.session.runner import RunResult
 
 EXIT_OK = 0
 EXIT_DIVERGED = 1
@@ -55,9 +56,8 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_HANGUP = 129  # 128 + SIGHUP
 
-# Names the parser shows without importing the layers that define them (test_cli checks that
-# they match runner.DEFAULT_CONTACT_MODEL and simulator.INTEGRATORS).
-DEFAULT_CONTACT_MODEL = "penalty_fl"
+# Names the parser shows without importing the layer that defines them (test_cli checks that
+# they match simulator.INTEGRATORS, the first being SimSettings' default).
 INTEGRATOR_NAMES = ("semi_implicit_euler", "rk4")
 DEFAULT_MAX_STEPS = 5_000_000  # ~2 h of computing at 1.5 ms per step
 # cli/bench.py's defaults, named here so that --help does not import it (test_cli checks)
@@ -172,8 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="simulated time [s] (default: the scenario's)")
     p_run.add_argument("--dt", type=float, metavar="S",
                        help="physics step [s] (default: the scenario's)")
-    p_run.add_argument("--integrator", default="semi_implicit_euler", metavar="NAME",
-                       help=f"one of {', '.join(INTEGRATOR_NAMES)} (default semi_implicit_euler)")
+    p_run.add_argument("--integrator", metavar="NAME",
+                       help=f"one of {', '.join(INTEGRATOR_NAMES)} "
+                            f"(default {INTEGRATOR_NAMES[0]})")
     p_run.add_argument("--record-rate", type=float, metavar="HZ",
                        help="recorded samples per simulated second (default 200, or every "
                             "step when dt is finer than 1 ms)")
@@ -345,14 +346,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import csv
 
     from biped_contact_sim.cli import plots
-    from biped_contact_sim.cli.runner import compare_cost, run_parallel, split_sets
     from biped_contact_sim.contact import CONTACT_MODELS
+    from biped_contact_sim.session.config import SimConfig
+    from biped_contact_sim.session.pool import compare_cost, run_parallel
     from biped_contact_sim.sim.scenarios import get_scenario
 
     sets = parse_sets(args.sets)
     scenarios = args.scenarios or list(COMPARE_SCENARIOS)
     for name in scenarios:
-        get_scenario(name).resolve(split_sets(sets)[0])
+        get_scenario(name).resolve(SimConfig.from_sets(name, sets=sets).world.scenario_sets())
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError(f"--jobs = {args.jobs} must be >= 1")
     out = Path(args.out)
@@ -361,9 +363,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     # A study preset (scenarios × every contact model); its runs keep their full results here,
     # for the plots, rather than table rows.
-    tasks = [(c["scenario"], c["contact_model"], {"duration": c["duration"], "sets": c["sets"]})
-             for c in compare_study(scenarios, args.duration, sets).configs()]
-    outcomes = iter(run_parallel(tasks, args.jobs, cost=compare_cost))
+    configs = [SimConfig.from_sets(c["scenario"], c["contact_model"], duration=c["duration"],
+                                   sets=c["sets"])
+               for c in compare_study(scenarios, args.duration, sets).configs()]
+    outcomes = iter(run_parallel(configs, args.jobs, progress.progress_bar, compare_cost))
     rows, written = [], []
     for name in scenarios:
         results: dict[str, RunResult] = {}
@@ -473,9 +476,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     with its default and meaning."""
     from biped_contact_sim import control as control_layer
     from biped_contact_sim.cli import catalog
-    from biped_contact_sim.cli.runner import CONTROLLERS, JointPDSettings
     from biped_contact_sim.contact import CONTACT_MODELS
+    from biped_contact_sim.control.joint_pd import JointPDSettings
     from biped_contact_sim.robot.config import available_robots
+    from biped_contact_sim.session.builder import CONTROLLERS
     from biped_contact_sim.sim.scenarios import SCENARIOS
 
     print("Scenarios (biped-sim run SCENARIO; keys with --set key=value):")

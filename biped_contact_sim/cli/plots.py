@@ -32,9 +32,11 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MultipleLocator, NullFormatter, NullLocator, ScalarFormatter
 
 from biped_contact_sim.cli.plots_multicontact import multicontact_figure
-from biped_contact_sim.cli.runner import RunResult, fidelity_residuals, run
 from biped_contact_sim.control.feasibility import robot_stability_cloud
 from biped_contact_sim.robot.base_state import base_motion
+from biped_contact_sim.session.accounting import fidelity_residuals
+from biped_contact_sim.session.runner import RunResult
+from biped_contact_sim.session.runner import run_scenario as run
 from biped_contact_sim.sim.observables import configured_point_values
 
 PLOTS_DIR = "plots"

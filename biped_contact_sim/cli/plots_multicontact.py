@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from biped_contact_sim.cli.runner import RunResult
+from biped_contact_sim.session.runner import RunResult
 
 
 def _labelled(result: RunResult, key: str) -> list[dict[str, float]]:

@@ -16,20 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biped_contact_sim.cli import progress
-from biped_contact_sim.cli.main import (
-    DEFAULT_CONTACT_MODEL,
-    EXIT_DIVERGED,
-    EXIT_OK,
-    _fmt,
-    parse_sets,
-)
+from biped_contact_sim.cli.main import EXIT_DIVERGED, EXIT_OK, _fmt, parse_sets
 from biped_contact_sim.cli.stopping import StopSignals, exit_code
 from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.session.config import DEFAULT_CONTACT_MODEL
 
 if TYPE_CHECKING:
-    from biped_contact_sim.cli.runner import RunResult
     from biped_contact_sim.record.outdir import OutputFolder
     from biped_contact_sim.record.recorder import StreamingRecorder
+    from biped_contact_sim.session.runner import RunResult
 
 
 def _check_run_args(args: argparse.Namespace) -> None:
@@ -71,10 +66,13 @@ def _simulate(args: argparse.Namespace, sets: dict[str, Any], folder: OutputFold
     from biped_contact_sim.record.recorder import StreamingRecorder
 
     progress.note("loading the robot, the contact model and the controller...")
-    from biped_contact_sim.cli.runner import PROGRESS_CHUNK, RUN_RECORD_RATE, Run
+    from biped_contact_sim.session.config import RUN_RECORD_RATE, SimConfig
+    from biped_contact_sim.session.runner import PROGRESS_CHUNK, Run
 
-    session = Run(args.scenario, args.contact_model, args.controller, args.duration, args.dt,
-                  args.integrator, sets, args.record_rate, default_record_rate=RUN_RECORD_RATE)
+    config = SimConfig.from_sets(args.scenario, args.contact_model, args.controller,
+                                 duration=args.duration, dt=args.dt, integrator=args.integrator,
+                                 sets=sets, record_rate=args.record_rate)
+    session = Run(config, default_record_rate=RUN_RECORD_RATE)
     if session.n_steps > args.max_steps:
         raise ConfigError(f"{session.n_steps} steps (duration {session.result.duration:g} s / "
                           f"dt {session.sim.dt:g} s) exceed the limit of {args.max_steps}; "
@@ -130,7 +128,8 @@ def _report_run(result: RunResult, recorder: StreamingRecorder, written: list[st
     for key, value in summary["metrics"].items():
         print(f"  {key:24s} {_fmt(value)}")
     energy = summary["energy_balance"]
-    if energy:  # Σ work − ΔE = dissipated (runner.energy_balance); created energy is a warning
+    # Σ work − ΔE = dissipated (session.accounting.energy_balance); created energy: a warning
+    if energy:
         print(f"  {'energy_dissipated_J':24s} {_fmt(energy['dissipated_J'])}  (work of torques "
               f"{_fmt(energy['work_torques_J'])}, external {_fmt(energy['work_external_J'])}, "
               f"ΔE {_fmt(energy['delta_energy_J'])})")
@@ -139,7 +138,7 @@ def _report_run(result: RunResult, recorder: StreamingRecorder, written: list[st
                   f"{_fmt(energy['contact_work_max_step_J'])}, restitution and recovery "
                   f"{_fmt(energy['contact_separation_J'])})")
     print(f"  {'outcome':24s} {summary['outcome']}")
-    for warning in summary["warnings"]:  # solver events, energy created (runner)
+    for warning in summary["warnings"]:  # solver events, energy created (session.runner)
         if warning != result.error:
             print(f"warning: {warning}", file=sys.stderr)
     if result.interrupted:

@@ -55,15 +55,13 @@ def run_row(config: dict[str, Any], metrics: tuple[str, ...] = (),
     ones, or ``DERIVED_METRICS``), and the wall and CPU time of the run in this process.
     This is the single place a study runs the simulator; it is what executors call.
     """
-    from biped_contact_sim.cli.runner import run
+    from biped_contact_sim.session.runner import run
 
     _warm_up(config)
     row = {"run_id": spec.run_id(config), **config_columns(config)}
     wall, cpu = time.perf_counter(), time.process_time()
     try:
-        result = run(config["scenario"], config["contact_model"], config["controller"],
-                     config["duration"], config["dt"], config["integrator"],
-                     config["sets"], config["record_rate"])
+        result = run(sim_config(config))
         summary = result.summary()
         outcome = summary["outcome"]
         if result.error and outcome != "diverged":
@@ -93,17 +91,26 @@ _warm: set[tuple] = set()
 def _warm_up(config: dict[str, Any]) -> None:
     """Once per process and (scenario, model, controller): two steps of it, so that loading
     numba's compiled kernels is not timed as part of the first run."""
-    from biped_contact_sim.cli.runner import run
+    from biped_contact_sim.session.runner import run
 
     key = (config["scenario"], config["contact_model"], config["controller"])
     if key in _warm:
         return
     _warm.add(key)
     try:
-        run(config["scenario"], config["contact_model"], config["controller"],
-            2 * (config["dt"] or 1e-3), config["dt"], config["integrator"], config["sets"])
+        run(sim_config({**config, "duration": 2 * (config["dt"] or 1e-3), "record_rate": None}))
     except Exception:  # the real run reports what fails, as its row
         pass
+
+
+def sim_config(config: dict[str, Any]):
+    """The ``SimConfig`` of a study's run configuration (``spec.Study.configs``)."""
+    from biped_contact_sim.session.config import SimConfig
+
+    return SimConfig.from_sets(config["scenario"], config["contact_model"], config["controller"],
+                               duration=config["duration"], dt=config["dt"],
+                               integrator=config["integrator"], sets=config["sets"],
+                               record_rate=config["record_rate"])
 
 
 def config_columns(config: dict[str, Any]) -> dict[str, Any]:
@@ -150,8 +157,9 @@ def derived_metrics(result) -> dict[str, float]:
 
 def summary_keys() -> tuple[str, ...]:
     """The top-level keys of ``summary.json`` (what a metric name may start with), read off
-    an empty run result so that they follow the runner."""
-    from biped_contact_sim.cli.runner import RunResult, SimInfo
+    an empty run result so that they follow the session's runner."""
+    from biped_contact_sim.session.pool import SimInfo
+    from biped_contact_sim.session.runner import RunResult
     from biped_contact_sim.sim.scenarios import get_scenario
     from biped_contact_sim.sim.simulator import SimSettings
 
@@ -188,10 +196,11 @@ def resolve_configs(study: spec.Study) -> list[dict[str, Any]]:
         StudyError: an unknown scenario, model, controller, integrator or scenario key, or a
             value out of its range, naming the run's values and what is allowed.
     """
-    from biped_contact_sim.cli.runner import CONTROLLERS, DEFAULT_CONTACT_MODEL, split_sets
     from biped_contact_sim.contact import CONTACT_MODELS
+    from biped_contact_sim.session.builder import CONTROLLERS
+    from biped_contact_sim.session.config import DEFAULT_CONTACT_MODEL, SimConfig
     from biped_contact_sim.sim.scenarios import get_scenario
-    from biped_contact_sim.sim.simulator import INTEGRATORS
+    from biped_contact_sim.sim.simulator import INTEGRATORS, SimSettings
 
     reserved = set(ROW_HEAD) | set(ROW_TAIL) | set(study.metrics)
     out = []
@@ -205,10 +214,11 @@ def resolve_configs(study: spec.Study) -> list[dict[str, Any]]:
             controller = config["controller"] or scenario.controller
             if controller not in CONTROLLERS:
                 raise unknown_name("controller", controller, CONTROLLERS)
-            integrator = config["integrator"] or INTEGRATORS[0]
+            integrator = config["integrator"] or SimSettings.integrator
             if integrator not in INTEGRATORS:
                 raise unknown_name("integrator", integrator, INTEGRATORS)
-            scen_sets = split_sets(config["sets"])[0]
+            scen_sets = SimConfig.from_sets(config["scenario"],
+                                            sets=config["sets"]).world.scenario_sets()
             params = scenario.resolve(scen_sets)
         except ConfigError as exc:
             raise spec.StudyError(f"{study.source}: run with {point}: {exc}") from exc
@@ -439,14 +449,16 @@ def _lost_row(config: dict[str, Any], lost: executors.Lost,
 
 
 def _cost(config: dict[str, Any]) -> float:
-    """A rough relative cost of a run (``runner.compare_cost``, scaled by its duration)."""
-    from biped_contact_sim.cli.runner import DEFAULT_DURATION, compare_cost
+    """A rough relative cost of a run (``session.pool.compare_cost``, scaled by its
+    duration)."""
+    from biped_contact_sim.session.config import DEFAULT_DURATION
+    from biped_contact_sim.session.pool import compare_cost
     from biped_contact_sim.sim.scenarios import get_scenario
 
     scenario = get_scenario(config["scenario"])
     default = scenario.duration or DEFAULT_DURATION
     scale = (config["duration"] or default) / default * scenario.dt / config["dt"]
-    return compare_cost(config["scenario"], config["contact_model"]) * scale
+    return compare_cost(sim_config(config)) * scale
 
 
 __all__ = ["DERIVED_METRICS", "add_parser", "command", "compare_study", "resolve_configs",

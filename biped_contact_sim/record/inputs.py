@@ -1,8 +1,8 @@
 """What the recorder reads of a run: the sample and run interfaces it is handed.
 
-The runner (cli, or any front end) produces the run and calls the recorder; the recorder sits
+The session layer (for any front end) produces the run and calls the recorder; the recorder sits
 below it and names only what it reads, as protocols: a sample is a step and its observables, a
-run its robot, simulator, scenario, counters and summary. ``cli.runner.Sample`` and
+run its robot, simulator, scenario, counters and summary. ``session.runner.Sample`` and
 ``RunResult`` are such objects; so is anything with these attributes (a test's stand-in).
 """
 

@@ -26,7 +26,8 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from biped_contact_sim.msgs import cdr, stamps, topics
 from biped_contact_sim.msgs.messages import fill_message
-from biped_contact_sim.ros import controller_session, params, robot_source
+from biped_contact_sim.robot import source as robot_source
+from biped_contact_sim.ros import controller_session, params
 from biped_contact_sim.ros.node_common import (
     NodeLoop,
     declare,

@@ -33,9 +33,9 @@ from biped_contact_sim.msgs.topics import (
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.base_state import base_pose_twist
 from biped_contact_sim.robot.config import load_robot_config
+from biped_contact_sim.robot.source import load_robot, robot_parameters
 from biped_contact_sim.ros.events import Event
 from biped_contact_sim.ros.params import SimNodeConfig, contact_model, scenario_options, substeps
-from biped_contact_sim.ros.robot_source import load_robot, robot_parameters
 from biped_contact_sim.ros.scheduling import (
     CommandTracker,
     CommandValidator,

@@ -1,4 +1,4 @@
-"""The robot a node simulates or controls, from its parameters (the robot YAML files are ROS
+"""A robot from the parameters a node or a params file gives (the robot YAML files are ROS
 params files): config name or path, ``urdf_path``, ``robot_description`` and ``robot.*``
 overrides, validated exactly as ``biped-sim`` validates a robot file.
 """
