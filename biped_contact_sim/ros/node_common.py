@@ -45,7 +45,8 @@ from biped_contact_sim.msgs.messages import fill_message
 from biped_contact_sim.msgs.stamps import NS
 from biped_contact_sim.robot.config import load_robot_config
 from biped_contact_sim.ros import signals
-from biped_contact_sim.ros.params import ParamSpec, common_robot_specs
+from biped_contact_sim.ros.param_spec import ParamSpec
+from biped_contact_sim.ros.params import common_robot_specs
 from biped_contact_sim.ros.robot_source import robot_parameters
 
 DESCRIPTOR_FACTORIES = {"floating_point_range": FloatingPointRange,
