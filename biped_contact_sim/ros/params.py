@@ -268,7 +268,8 @@ def sim_config(values: Mapping[str, Any]) -> SimNodeConfig:
     return SimNodeConfig(contact=contact, **kwargs)
 
 
-def check_sim_update(config: SimNodeConfig, changes: Mapping[str, Any]) -> str | None:
+def check_sim_update(config: SimNodeConfig, changes: Mapping[str, Any],
+                     built: dict[str, ContactModel] | None = None) -> str | None:
     """Reason to refuse a run-time parameter change, or None to accept it.
 
     The on-set-parameters callback of the simulator node: ranges and choices, then the contact
@@ -277,6 +278,8 @@ def check_sim_update(config: SimNodeConfig, changes: Mapping[str, Any]) -> str |
     Args:
         config: the current config.
         changes: the parameters being set.
+        built: when given, receives the contact model built for the check under
+            ``"contact_model"`` (the switch then uses it instead of building it again).
 
     Returns:
         None, or a message naming parameter, value and what is allowed.
@@ -292,9 +295,11 @@ def check_sim_update(config: SimNodeConfig, changes: Mapping[str, Any]) -> str |
             settings[name.split(".", 2)[2]] = value
     if "contact_model" in changes or any(n.startswith(f"contact.{model}.") for n in changes):
         try:
-            contact_model(model, settings, config.dt, config.integrator)
+            instance = contact_model(model, settings, config.dt, config.integrator)
         except ConfigError as exc:
             return f"contact_model = {model!r}: {exc}"
+        if built is not None:
+            built["contact_model"] = instance
     return None
 
 

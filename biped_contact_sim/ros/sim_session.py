@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from biped_contact_sim.contact import ContactModel
 from biped_contact_sim.errors import DivergenceError
 from biped_contact_sim.msgs import markers, messages
 from biped_contact_sim.msgs.markers import WEIGHT_ARROW_LENGTH
@@ -250,19 +251,22 @@ class SimSession:
         self.meter.reset()
         self.meter.add(wall, self.sim.t)
 
-    def switch_contact_model(self, name: str, settings: Mapping[str, Any]) -> None:
-        """Replace the contact model, keeping q, v and t (its internal state starts afresh).
+    def switch_contact_model(self, name: str, settings: Mapping[str, Any],
+                             model: ContactModel | None = None) -> None:
+        """Replace the contact model, keeping q, v and t (its internal state starts afresh);
+        ``model``: the model already built from name and settings (``check_sim_update``).
 
         Raises:
             ConfigError: the model does not build or refuses dt/integrator (nothing changes).
         """
-        model = contact_model(name, settings, self.sim.dt, self.sim.settings.integrator)
+        if model is None:
+            model = contact_model(name, settings, self.sim.dt, self.sim.settings.integrator)
         model.reset(self.robot.n_points)
         self.sim.contact = model
 
-    def update_config(self, config: SimNodeConfig) -> None:
+    def update_config(self, config: SimNodeConfig, model: ContactModel | None = None) -> None:
         """Apply run-time changes (real-time factor, command timing, stale action, contact
-        model)."""
+        model; ``model``: the new contact model when the check built it already)."""
         old, self.config = self.config, config
         if config.real_time_factor != old.real_time_factor:
             wall = self.clock()
@@ -281,7 +285,7 @@ class SimSession:
                 or config.contact.get(config.contact_model)
                 != old.contact.get(config.contact_model)):
             self.switch_contact_model(config.contact_model,
-                                      config.contact.get(config.contact_model, {}))
+                                      config.contact.get(config.contact_model, {}), model)
             self.events.append(Event("info", f"Contact model is now {config.contact_model!r} "
                                      f"(state kept at t = {self.sim.t:.3f} s)"))
 
