@@ -275,7 +275,7 @@ def test_contact_model_switch_uses_the_model_its_check_built():
     assert ros_params.check_sim_update(s.config, changes, built) is None
     s.update_config(ros_params.apply_sim_update(s.config, changes), built["contact_model"])
     assert s.sim.contact is built["contact_model"]  # built once, by the check
-    assert s.tick() == 1 and s.error is None
+    assert s.tick() >= 1 and s.error is None and s.sim.t > 0
 
 
 def test_pause_reset_and_divergence():
