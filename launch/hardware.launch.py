@@ -18,15 +18,17 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
+from biped_contact_sim.ros.params import ControllerNodeConfig  # the defaults
 from launch import LaunchDescription
 
 PACKAGE = "biped_contact_sim"
 
 ARGUMENTS = [
     ("robot", "biped3d", "Robot: config/<robot>.yaml and urdf/<robot>.urdf of this package"),
-    ("controller", "wbc", "Controller: ctc (computed torque) or wbc (whole-body with internal "
-     "forces)"),
-    ("behavior", "stand", "Behaviour of the controller: stand, sway, walk or planar_walk"),
+    ("controller", ControllerNodeConfig.controller, "Controller: ctc (computed torque) or wbc "
+     "(whole-body with internal forces)"),
+    ("behavior", ControllerNodeConfig.behavior, "Behaviour of the controller: stand, sway, "
+     "walk or planar_walk"),
     ("sync", "latest", "latest: control timer on the newest messages (drivers with separate "
      "stamps); exact: once per stamp when all inputs share it"),
     ("control_period", "0.001", "Control period [s]"),

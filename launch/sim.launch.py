@@ -23,24 +23,26 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
+from biped_contact_sim.ros.params import ControllerNodeConfig, SimNodeConfig  # the defaults
 from launch import LaunchDescription
 
 PACKAGE = "biped_contact_sim"
 
 ARGUMENTS = [
     ("robot", "biped3d", "Robot: config/<robot>.yaml and urdf/<robot>.urdf of this package"),
-    ("scenario", "stand", "Scenario giving terrain, initial state and contact defaults "
-     "(biped-sim list); walk for behavior:=walk"),
+    ("scenario", SimNodeConfig.scenario, "Scenario giving terrain, initial state and contact "
+     "defaults (biped-sim list); walk for behavior:=walk"),
     ("world", "", "World file of geometry contacts (config/worlds/<name>.yaml or a path); empty: "
      "the scenario's"),
     ("contacts", "", "Contact points: points (the sole points) or geometry (every collision "
      "geometry against the world); empty: the scenario's default"),
-    ("contact_model", "penalty_fl", "Contact model of the simulator (spring_damper, penalty_fl, "
-     "gauss_seidel, time_stepping, acceleration_lcp); settable at run time with ros2 param set"),
-    ("controller", "wbc", "Controller: ctc (computed torque) or wbc (whole-body with internal "
-     "forces)"),
-    ("behavior", "stand", "Behaviour of the controller: stand, sway, walk or planar_walk "
-     "(the humanoid's: lean_on_table, multicontact)"),
+    ("contact_model", SimNodeConfig.contact_model, "Contact model of the simulator "
+     "(spring_damper, penalty_fl, gauss_seidel, time_stepping, acceleration_lcp); settable at run "
+     "time with ros2 param set"),
+    ("controller", ControllerNodeConfig.controller, "Controller: ctc (computed torque) or wbc "
+     "(whole-body with internal forces)"),
+    ("behavior", ControllerNodeConfig.behavior, "Behaviour of the controller: stand, sway, "
+     "walk or planar_walk (the humanoid's: lean_on_table, multicontact)"),
     ("rviz", "false", "Start RViz with config/biped.rviz"),
     ("lockstep", "true", "The simulator advances one control period per command answering its "
      "last state (deterministic); false: free running, waiting for late commands"),

@@ -13,6 +13,7 @@ from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot import source as robot_source
 from biped_contact_sim.robot.config import load_robot_config
+from biped_contact_sim.ros import param_spec
 from biped_contact_sim.ros import params as ros_params
 from biped_contact_sim.sim.scenarios import get_scenario
 
@@ -59,10 +60,10 @@ def test_descriptions_and_units_come_from_the_dataclass_docstrings():
     from biped_contact_sim.contact.penalty_fl import PenaltyFLSettings
     from biped_contact_sim.sim.simulator import SimSettings
 
-    docs = ros_params.attribute_docs(SimSettings)
+    docs = param_spec.attribute_docs(SimSettings)
     assert docs["dt"] == ("physics step", "s")
     assert docs["max_speed"][1] == "m/s or rad/s"
-    pfl = ros_params.attribute_docs(PenaltyFLSettings)
+    pfl = param_spec.attribute_docs(PenaltyFLSettings)
     assert pfl["kp"][1] == "1/s²"
     assert pfl["kv"][0].startswith("k_v, damping of the designed contact dynamics")
     specs = {s.name: s for s in ros_params.sim_parameter_specs("stand")}
@@ -78,7 +79,7 @@ def test_every_contact_model_has_parameters_with_its_settings():
     names = {s.name for s in ros_params.sim_parameter_specs()}
     for model, cls in CONTACT_MODELS.items():
         for f in dataclasses.fields(cls.Settings):
-            if ros_params._ros_value(f.default) is not None:
+            if param_spec._ros_value(f.default) is not None:
                 assert f"contact.{model}.{f.name}" in names
 
 
@@ -153,11 +154,11 @@ def test_run_time_updates_are_checked_and_applied():
 
 
 def test_parse_key_values_reads_yaml_like_biped_sim_set():
-    assert ros_params.parse_key_values("mu=0.6 height=1e-2 flag=true name=x", "s") == {
+    assert param_spec.parse_key_values("mu=0.6 height=1e-2 flag=true name=x", "s") == {
         "mu": 0.6, "height": 0.01, "flag": True, "name": "x"}
-    assert ros_params.parse_key_values("", "s") == {}
+    assert param_spec.parse_key_values("", "s") == {}
     with pytest.raises(ConfigError, match="scenario_sets = 'mu': 'mu' is not key=value"):
-        ros_params.parse_key_values("mu", "scenario_sets")
+        param_spec.parse_key_values("mu", "scenario_sets")
 
 
 def test_node_yaml_files_match_the_schema():

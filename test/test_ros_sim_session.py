@@ -270,6 +270,16 @@ def test_contact_model_switch_keeps_the_state():
     assert s.sim.contact.name == "spring_damper"
 
 
+def test_contact_model_switch_uses_the_model_its_check_built():
+    s = make_session(clock=FakeClock(), real_time_factor=0.0)
+    changes = {"contact_model": "gauss_seidel"}
+    built: dict = {}
+    assert ros_params.check_sim_update(s.config, changes, built) is None
+    s.update_config(ros_params.apply_sim_update(s.config, changes), built["contact_model"])
+    assert s.sim.contact is built["contact_model"]  # built once, by the check
+    assert s.tick() >= 1 and s.error is None and s.sim.t > 0
+
+
 def test_pause_reset_and_divergence():
     clock = FakeClock()
     s = make_session(clock=clock, real_time_factor=0.0)

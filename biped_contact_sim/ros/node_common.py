@@ -46,7 +46,8 @@ from biped_contact_sim.msgs.stamps import NS
 from biped_contact_sim.robot.config import load_robot_config
 from biped_contact_sim.robot.source import robot_parameters
 from biped_contact_sim.ros import signals
-from biped_contact_sim.ros.params import ParamSpec, common_robot_specs
+from biped_contact_sim.ros.param_spec import ParamSpec
+from biped_contact_sim.ros.params import common_robot_specs
 
 DESCRIPTOR_FACTORIES = {"floating_point_range": FloatingPointRange,
                         "integer_range": IntegerRange}

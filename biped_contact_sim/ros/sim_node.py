@@ -261,12 +261,13 @@ class SimulatorNode(Node):
                                        "on the simulator node: it publishes /clock")
         if not changes:
             return SetParametersResult(successful=True)
-        reason = params.check_sim_update(self.config, changes)
+        built: dict = {}  # the contact model the check builds, used by the switch
+        reason = params.check_sim_update(self.config, changes, built)
         if reason is not None:
             return SetParametersResult(successful=False, reason=reason)
         try:
             config = params.apply_sim_update(self.config, changes)
-            self.session.update_config(config)
+            self.session.update_config(config, built.get("contact_model"))
         except ConfigError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         self.config = config

@@ -15,25 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from biped_contact_sim.contact import ContactModel
 from biped_contact_sim.errors import DivergenceError
-from biped_contact_sim.msgs import markers, messages
+from biped_contact_sim.msgs import messages
 from biped_contact_sim.msgs.markers import WEIGHT_ARROW_LENGTH
-from biped_contact_sim.msgs.messages import DIAG_ERROR, DIAG_OK, DIAG_WARN, diagnostic_status
-from biped_contact_sim.msgs.stamps import stamp_fields, stamp_ns
-from biped_contact_sim.msgs.topics import (
-    CLOCK,
-    CONTACT_MARKERS,
-    CONTACT_WRENCH,
-    COP,
-    JOINT_STATES,
-    ODOM,
-    SIM_STATUS_NAME,
-    ZMP,
-)
+from biped_contact_sim.msgs.stamps import stamp_ns
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.base_state import base_pose_twist
 from biped_contact_sim.robot.config import load_robot_config
 from biped_contact_sim.robot.source import load_robot, robot_parameters
+from biped_contact_sim.ros import sim_outputs
 from biped_contact_sim.ros.events import Event
 from biped_contact_sim.ros.params import SimNodeConfig, contact_model, scenario_options, substeps
 from biped_contact_sim.ros.scheduling import (
@@ -44,6 +35,7 @@ from biped_contact_sim.ros.scheduling import (
     RealTimeMeter,
     SafeCommand,
 )
+from biped_contact_sim.ros.sim_outputs import StateSample, VisualSample
 from biped_contact_sim.sim.observables import Observer, foot_wrenches
 from biped_contact_sim.sim.scenarios import WORLD_KEY, get_scenario
 from biped_contact_sim.sim.simulator import SimSettings, Simulator, StepResult
@@ -103,55 +95,6 @@ def build_world(config: SimNodeConfig, robot_overrides: Mapping[str, Any] | None
     sim.reset(q0, v0)
     return World(robot, sim, np.asarray(q0, float), np.asarray(v0, float), scenario.name, params,
                  str(params.get(WORLD_KEY) or scenario.world or ""))
-
-
-@dataclass
-class StateSample:
-    """The measurement the simulator publishes every control period (one source for the
-    ``joint_states``, ``odom``, ``contact_wrench/<foot>`` and ``/clock`` messages).
-
-    Attributes:
-        stamp: simulated time [ns] (exact; ``stamp_ns(t)``).
-        t: simulated time [s].
-        q_joints, v_joints: actuated joint positions [rad] and velocities [rad/s], robot order.
-        tau: torques applied over the last period [N m] (zeros before the first).
-        position, quat_xyzw: world pose of the root link (quaternion x, y, z, w).
-        linear, angular: root-link twist in its own frame [m/s, rad/s] (odometry convention).
-        wrenches: per contact body, (force [N], torque [N m]) in its sole frame about the sole
-            origin, from the last step's forces at the configuration they acted on.
-    """
-
-    stamp: int
-    t: float
-    q_joints: np.ndarray
-    v_joints: np.ndarray
-    tau: np.ndarray
-    position: np.ndarray
-    quat_xyzw: np.ndarray
-    linear: np.ndarray
-    angular: np.ndarray
-    wrenches: list[tuple[np.ndarray, np.ndarray]]
-
-
-@dataclass
-class VisualSample:
-    """What the visual topics show of the last step (``cop/<foot>``, ``zmp``,
-    ``contact_markers``): CoP per contact body (None where undefined), ZMP, support polygon
-    vertices [m, world], contact points, forces on the robot [N], active flags, μ, arrow scale
-    [m/N] and the terrain normal (geometry contacts: a varying number of contacts, each with its
-    own μ and normal)."""
-
-    stamp: int
-    t: float
-    cops: list[tuple[str, np.ndarray | None]]
-    zmp: np.ndarray | None
-    polygon: np.ndarray
-    points: np.ndarray
-    forces: np.ndarray
-    active: np.ndarray
-    mu: float | np.ndarray
-    force_scale: float
-    normal: np.ndarray
 
 
 class SimSession:
@@ -250,19 +193,22 @@ class SimSession:
         self.meter.reset()
         self.meter.add(wall, self.sim.t)
 
-    def switch_contact_model(self, name: str, settings: Mapping[str, Any]) -> None:
-        """Replace the contact model, keeping q, v and t (its internal state starts afresh).
+    def switch_contact_model(self, name: str, settings: Mapping[str, Any],
+                             model: ContactModel | None = None) -> None:
+        """Replace the contact model, keeping q, v and t (its internal state starts afresh);
+        ``model``: the model already built from name and settings (``check_sim_update``).
 
         Raises:
             ConfigError: the model does not build or refuses dt/integrator (nothing changes).
         """
-        model = contact_model(name, settings, self.sim.dt, self.sim.settings.integrator)
+        if model is None:
+            model = contact_model(name, settings, self.sim.dt, self.sim.settings.integrator)
         model.reset(self.robot.n_points)
         self.sim.contact = model
 
-    def update_config(self, config: SimNodeConfig) -> None:
+    def update_config(self, config: SimNodeConfig, model: ContactModel | None = None) -> None:
         """Apply run-time changes (real-time factor, command timing, stale action, contact
-        model)."""
+        model; ``model``: the new contact model when the check built it already)."""
         old, self.config = self.config, config
         if config.real_time_factor != old.real_time_factor:
             wall = self.clock()
@@ -281,7 +227,7 @@ class SimSession:
                 or config.contact.get(config.contact_model)
                 != old.contact.get(config.contact_model)):
             self.switch_contact_model(config.contact_model,
-                                      config.contact.get(config.contact_model, {}))
+                                      config.contact.get(config.contact_model, {}), model)
             self.events.append(Event("info", f"Contact model is now {config.contact_model!r} "
                                      f"(state kept at t = {self.sim.t:.3f} s)"))
 
@@ -490,25 +436,9 @@ class SimSession:
                            self.tau_applied, pos, quat, lin, ang, wrenches)
 
     def measurement_fields(self) -> list[tuple[str, dict[str, Any]]]:
-        """``/clock``, ``joint_states``, ``odom`` and ``contact_wrench/<foot>`` of the state now,
-        as :mod:`~biped_contact_sim.msgs.messages` fields (the node writes the same values
-        into preallocated messages, :mod:`.writers`)."""
-        s = self.sample()
-        robot, frame = self.robot, self.config.world_frame
-        out = [
-            (CLOCK, messages.clock(s.t)),
-            (JOINT_STATES, messages.joint_state(s.t, robot.actuated_joint_names, s.q_joints,
-                                                s.v_joints, s.tau)),
-            (ODOM, messages.odometry(s.t, frame, robot.base_link, s.position, s.quat_xyzw,
-                                     s.linear, s.angular)),
-        ]
-        for body, (force, torque) in zip(robot.contact_bodies, s.wrenches, strict=True):
-            out.append((CONTACT_WRENCH.format(foot=body.name),
-                        messages.wrench_stamped(s.t, body.frame, force, torque)))
-        for _, fields in out:  # the exact integer stamp (messages.stamp rounds the float t)
-            stamp = fields["header"]["stamp"] if "header" in fields else fields["clock"]
-            stamp.update(stamp_fields(s.stamp))
-        return out
+        """``/clock``, ``joint_states``, ``odom`` and ``contact_wrench/<foot>`` of the state now
+        (:func:`.sim_outputs.measurement_fields`)."""
+        return sim_outputs.measurement_fields(self.sample(), self.robot, self.config.world_frame)
 
     def tf_fields(self) -> dict[str, Any]:
         """The ``world → base link`` TransformStamped of the state now."""
@@ -533,77 +463,11 @@ class SimSession:
                             self.force_scale, normal)
 
     def visual_fields(self) -> list[tuple[str, dict[str, Any]]]:
-        """``cop/<foot>``, ``zmp`` (while defined) and ``contact_markers`` of the last step, as
-        :mod:`~biped_contact_sim.msgs` fields (the node writes the markers in
-        place, :class:`~.writers.MarkerWriter`)."""
+        """``cop/<foot>``, ``zmp`` (while defined) and ``contact_markers`` of the last step
+        (:func:`.sim_outputs.visual_fields`; none before the first step)."""
         v = self.visual_sample()
-        if v is None:
-            return []
-        frame = self.config.world_frame
-        out = [(COP.format(foot=name), messages.point_stamped(v.t, frame, cop))
-               for name, cop in v.cops if cop is not None]
-        if v.zmp is not None:
-            out.append((ZMP, messages.point_stamped(v.t, frame, v.zmp)))
-        out.append((CONTACT_MARKERS, markers.contact_markers(
-            v.t, frame, v.points, v.forces, v.active, [c for _, c in v.cops], v.zmp,
-            v.polygon, mu=v.mu, force_scale=v.force_scale, normals=v.normal)))
-        return out
+        return [] if v is None else sim_outputs.visual_fields(v, self.config.world_frame)
 
     def status(self) -> dict[str, Any]:
-        """The simulator's ``DiagnosticStatus`` fields (layout in :func:`sim_status_values`)."""
-        level, message = DIAG_OK, "running"
-        measured = self.meter.value
-        target = self.config.real_time_factor
-        if self.error is not None:
-            level, message = DIAG_ERROR, f"diverged: {self.error} (call ~/reset)"
-        elif self.paused:
-            message = "paused"
-        elif self.config.lockstep and self.holding:
-            level, message = DIAG_WARN, (f"lockstep: no command for lockstep_timeout: applying "
-                                         f"the safe command ({self.safe.describe()})")
-        elif self.config.lockstep and not self.gate.ready:
-            message = "lockstep: waiting for the command of the published state"
-        elif not self.config.lockstep and self.tracker.state in (CommandTracker.STALE,
-                                                                 CommandTracker.NONE):
-            level, message = DIAG_WARN, (f"torque command {self.tracker.state}: applying the "
-                                         f"safe command ({self.safe.describe()})")
-        elif not self.config.lockstep and self.waiting:
-            message = ("waiting for a late joint_torque_cmd" if self.tracker.stamp is not None
-                       else "waiting for the first joint_torque_cmd")
-        if level == DIAG_OK and target > 0 and measured is not None and measured < 0.9 * target:
-            level, message = DIAG_WARN, (f"slower than real_time_factor {target:g} (achieved "
-                                         f"{measured:.3g}; late commands {self.late_commands}, "
-                                         f"overruns {self.pacer.overruns})")
-        return diagnostic_status(level, SIM_STATUS_NAME, message, self.robot.name,
-                                 sim_status_values(self))
-
-
-def sim_status_values(session: SimSession) -> dict[str, Any]:
-    """Key/values of the simulator status (README "Diagnostics")."""
-    return {
-        "sim_time_s": session.sim.t,
-        "steps": session.steps,
-        "contact_model": session.sim.contact.name,
-        "contacts": session.sim.contacts,
-        "world": session.world.world_name,
-        "dt_s": session.sim.dt,
-        "control_period_s": session.config.control_period,
-        "real_time_factor_target": session.config.real_time_factor,
-        "real_time_factor_measured": session.meter.value,
-        "real_time_factor_overall": session.meter.overall,
-        "overruns": session.pacer.overruns,
-        "resyncs": session.pacer.resyncs,
-        "late_commands": session.late_commands,
-        "wait_time_s": session.wait_time,
-        "mean_step_us": 1e6 * session.step_time / session.steps if session.steps else None,
-        "lockstep": session.config.lockstep,
-        "paused": session.paused,
-        "command_state": ("hold" if session.holding else "lockstep") if session.config.lockstep
-        else session.tracker.state,
-        "safe_command": session.config.stale_command_action,
-        "safe_command_periods": session.safe.periods,
-        "commands_accepted": session.accepted,
-        "commands_rejected": session.rejected,
-        "last_rejection": session.last_rejection,
-        "diverged": session.error or "",
-    }
+        """The simulator's ``DiagnosticStatus`` fields (:func:`.sim_outputs.sim_status`)."""
+        return sim_outputs.sim_status(self)

@@ -23,7 +23,7 @@ import numpy as np
 
 from biped_contact_sim.msgs import cdr, markers
 from biped_contact_sim.msgs.stamps import NS
-from biped_contact_sim.ros.sim_session import StateSample
+from biped_contact_sim.ros.sim_outputs import StateSample
 
 
 def doubles(values: np.ndarray) -> array.array:
@@ -45,7 +45,7 @@ def write_xyz(vector: Any, values: np.ndarray) -> None:
 
 
 class StateWriter:
-    """Writes a :class:`~biped_contact_sim.ros.sim_session.StateSample` as the serialized
+    """Writes a :class:`~biped_contact_sim.ros.sim_outputs.StateSample` as the serialized
     ``/clock``, ``joint_states``, ``odom`` and ``contact_wrench/<foot>`` messages
     (:mod:`biped_contact_sim.msgs.cdr`: preallocated buffers, constant parts written once).
 
