@@ -27,6 +27,8 @@ from biped_contact_sim.ros.param_spec import (
     parse_key_values,
     validate,
 )
+from biped_contact_sim.session.builder import contact_model
+from biped_contact_sim.session.config import DEFAULT_CONTACT_MODEL, DEFAULT_SCENARIO
 from biped_contact_sim.sim.scenarios import CONTACTS_KEY, SCENARIOS, WORLD_KEY, get_scenario
 from biped_contact_sim.sim.simulator import CONTACT_MODES, INTEGRATORS, SimSettings
 
@@ -65,8 +67,9 @@ class SimNodeConfig(RobotParams):
     ``contact`` holds every model's settings (``contact.<model>.<setting>`` parameters).
     """
 
-    scenario: str = node_param("stand", "Scenario giving terrain, initial state and per-model "
-                               "contact defaults (biped-sim list)", choices=sorted(SCENARIOS))
+    scenario: str = node_param(DEFAULT_SCENARIO, "Scenario giving terrain, initial state and "
+                               "per-model contact defaults (biped-sim list)",
+                               choices=sorted(SCENARIOS))
     scenario_sets: str = node_param(
         "", "Scenario settings as space-separated key=value pairs, like biped-sim --set (e.g. "
         "'mu=0.6 height=0.02')")
@@ -78,7 +81,7 @@ class SimNodeConfig(RobotParams):
         "'geometry' (every collision geometry of the robot against the world); empty: the "
         "scenario's default (as biped-sim --set contacts)", choices=("", *CONTACT_MODES))
     contact_model: str = node_param(
-        "penalty_fl", "Contact model; can be changed at run time (the state carries over)",
+        DEFAULT_CONTACT_MODEL, "Contact model; can be changed at run time (the state carries over)",
         choices=sorted(CONTACT_MODELS), read_only=False)
     dt: float = node_param(_SIM.dt, *_SIM_DOCS["dt"], 1e-5, 0.1)
     integrator: str = node_param(_SIM.integrator, _SIM_DOCS["integrator"][0].replace(
@@ -314,22 +317,6 @@ def apply_sim_update(config: SimNodeConfig, changes: Mapping[str, Any]) -> SimNo
         elif name in {f.name for f in dataclasses.fields(SimNodeConfig)}:
             plain[name] = float(value) if isinstance(getattr(config, name), float) else value
     return dataclasses.replace(config, contact=contact, **plain)
-
-
-def contact_model(name: str, settings: Mapping[str, Any], dt: float,
-                  integrator: str) -> ContactModel:
-    """Build a contact model and check it can run at dt with the integrator.
-
-    Raises:
-        ConfigError: unknown name (listing the valid ones), a bad setting, or dt/integrator
-            the model refuses.
-    """
-    try:
-        model = make_contact_model(name, **settings)
-    except TypeError as exc:
-        raise ConfigError(f"bad settings for contact model {name!r}: {exc}") from exc
-    model.check(dt, integrator)
-    return model
 
 
 # Controller node parameters

@@ -22,11 +22,10 @@ from biped_contact_sim.msgs.markers import WEIGHT_ARROW_LENGTH
 from biped_contact_sim.msgs.stamps import stamp_ns
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.base_state import base_pose_twist
-from biped_contact_sim.robot.config import load_robot_config
-from biped_contact_sim.robot.source import load_robot, robot_parameters
 from biped_contact_sim.ros import sim_outputs
 from biped_contact_sim.ros.events import Event
-from biped_contact_sim.ros.params import SimNodeConfig, contact_model, scenario_options, substeps
+from biped_contact_sim.ros.param_spec import parse_key_values
+from biped_contact_sim.ros.params import SimNodeConfig, substeps
 from biped_contact_sim.ros.scheduling import (
     CommandTracker,
     CommandValidator,
@@ -36,14 +35,21 @@ from biped_contact_sim.ros.scheduling import (
     SafeCommand,
 )
 from biped_contact_sim.ros.sim_outputs import StateSample, VisualSample
+from biped_contact_sim.session.builder import build, contact_model
+from biped_contact_sim.session.config import (
+    ContactConfig,
+    ControlConfig,
+    RobotSource,
+    SimConfig,
+    WorldConfig,
+)
 from biped_contact_sim.sim.observables import Observer, foot_wrenches
-from biped_contact_sim.sim.scenarios import WORLD_KEY, get_scenario
-from biped_contact_sim.sim.simulator import SimSettings, Simulator, StepResult
+from biped_contact_sim.sim.simulator import Simulator, StepResult
 
 
 @dataclass
 class World:
-    """What the simulator node simulates (built like ``runner.build``)."""
+    """What the simulator node simulates (``session.build``'s, without a controller)."""
 
     robot: RobotModel
     sim: Simulator
@@ -56,15 +62,13 @@ class World:
 
 def build_world(config: SimNodeConfig, robot_overrides: Mapping[str, Any] | None = None
                 ) -> World:
-    """Robot, terrain, contact model, simulator and initial state for the simulator node.
+    """Robot, terrain, contact model, simulator and initial state for the simulator node:
+    the node's parameters as a ``SimConfig`` (no controller: commands come over ROS), made by
+    ``session.build`` as ``biped-sim`` makes a run.
 
-    The same steps as ``runner.build`` (scenario parameters, robot, terrain, world and contact
-    points (``world``, ``contacts``: the scenario's unless the parameters say otherwise),
-    scheduled external forces, initial state, contact model with the scenario's defaults).
-    The robot is the scenario's own (``scenario.make_robot``, as ``biped-sim``) when
-    ``robot_config`` names it and nothing overrides it; otherwise it is loaded from the node's
-    parameters (config name or path, ``urdf_path``, ``robot_description``, ``robot.*``
-    overrides from a params file).
+    The robot is the scenario's own (as ``biped-sim``) when ``robot_config`` names it and
+    nothing overrides it; otherwise it is loaded from the node's parameters (config name or
+    path, ``urdf_path``, ``robot_description``, ``robot.*`` overrides from a params file).
 
     Args:
         config: the node's validated config.
@@ -73,28 +77,17 @@ def build_world(config: SimNodeConfig, robot_overrides: Mapping[str, Any] | None
     Raises:
         ConfigError: bad robot, scenario settings or contact model.
     """
-    scenario = get_scenario(config.scenario)
-    params, options = scenario_options(config.scenario, config.scenario_sets, config.world,
-                                       config.contacts)
-    file_values = robot_parameters(load_robot_config(config.robot_config))
-    changed = {k: v for k, v in (robot_overrides or {}).items() if file_values.get(k) != v}
-    if (config.robot_config == scenario.robot and not changed and not config.urdf_path
-            and not config.robot_description.strip()):
-        robot = scenario.make_robot(params)
-    else:
-        robot = load_robot(config.robot_config, config.urdf_path, config.robot_description,
-                           changed)
-    model = contact_model(config.contact_model, config.contact.get(config.contact_model, {}),
-                          config.dt, config.integrator)
-    sim = Simulator(robot, model, scenario.terrain(params),
-                    SimSettings(dt=config.dt, integrator=config.integrator,
-                                max_speed=config.max_speed), **options)
-    for external in scenario.external_forces(params):
-        sim.add_external_force(external)
-    q0, v0 = scenario.initial_state(robot, params)
-    sim.reset(q0, v0)
-    return World(robot, sim, np.asarray(q0, float), np.asarray(v0, float), scenario.name, params,
-                 str(params.get(WORLD_KEY) or scenario.world or ""))
+    built = build(SimConfig(
+        robot=RobotSource(config.robot_config, config.urdf_path, config.robot_description,
+                          dict(robot_overrides or {})),
+        world=WorldConfig(config.scenario, parse_key_values(config.scenario_sets,
+                                                            "scenario_sets"),
+                          config.world, config.contacts),
+        contact=ContactConfig(config.contact_model, config.contact.get(config.contact_model, {})),
+        control=ControlConfig(controller="none"),
+        dt=config.dt, integrator=config.integrator, max_speed=config.max_speed))
+    return World(built.robot, built.sim, np.asarray(built.q0, float),
+                 np.asarray(built.v0, float), built.scenario.name, built.params, built.world)
 
 
 class SimSession:

@@ -119,15 +119,15 @@ def make_robot(source: RobotSource, scenario: Scenario, params: dict[str, Any]) 
     """
     if not source.given:
         return scenario.make_robot(params)
-    if scenario.robot_factory is not None:
-        raise ConfigError(f"scenario {scenario.name!r} builds its own robot; a robot source "
-                          "(config, urdf_path, description, overrides) does not apply")
     name = source.config or params.get(ROBOT_KEY) or scenario.robot
     file_values = robot_parameters(load_robot_config(name))
     changed = {k: v for k, v in source.overrides.items() if file_values.get(k) != v}
     if (name == (params.get(ROBOT_KEY) or scenario.robot) and not changed
             and not source.urdf_path and not source.description.strip()):
-        return scenario.make_robot(params)
+        return scenario.make_robot(params)  # the source names the scenario's robot as it is
+    if scenario.robot_factory is not None:
+        raise ConfigError(f"scenario {scenario.name!r} builds its own robot; a robot source "
+                          "(config, urdf_path, description, overrides) does not apply")
     return load_robot(name, source.urdf_path, source.description, changed)
 
 
