@@ -143,3 +143,19 @@ def test_a_completed_run_says_completed(tmp_path):
     wait_until(lambda: proc.poll() is not None, what="the end of the run")
     assert proc.returncode == 0
     assert json.loads((tmp_path / "summary.json").read_text())["outcome"] == "completed"
+
+
+def test_a_shielded_block_takes_the_second_signal_when_it_ends():
+    from biped_contact_sim.cli.stopping import Aborted, StopSignals
+
+    stop = StopSignals()
+    stop.arm()
+    stop.handle(signal.SIGTERM, None)  # the first: a request
+    assert stop.requested
+    with pytest.raises(Aborted) as info, stop.shielded():
+        stop.handle(signal.SIGTERM, None)  # the second, inside: held
+        stop.handle(signal.SIGINT, None)
+        written = True  # the block runs to its end
+    assert written and info.value.signum == signal.SIGTERM
+    with pytest.raises(Aborted):  # outside a block: at once
+        stop.handle(signal.SIGTERM, None)

@@ -82,7 +82,11 @@ def _simulate(args: argparse.Namespace, sets: dict[str, Any], folder: OutputFold
     view = args.view or args.view_address is not None
     recorder = StreamingRecorder(folder, replay=not args.no_replay, view=view,
                                  view_address=args.view_address or "127.0.0.1")
-    session.on_sample = lambda sample: recorder(result, sample)
+    def record(sample) -> None:
+        with stop.shielded():  # a second signal waits until the sample's records are whole
+            recorder(result, sample)
+
+    session.on_sample = record
     try:
         bar = progress.progress_bar(session.n_steps,
                                     f"{result.scenario.name}/{session.sim.contact.name}")
@@ -96,11 +100,14 @@ def _simulate(args: argparse.Namespace, sets: dict[str, Any], folder: OutputFold
         bar.update(session.k - bar.n)
         bar.close()
         session.finish()
+        with stop.shielded():  # the trace's last chunk and its footer are written whole
+            recorder.close()
         progress.note(f"writing summary.json{'' if args.no_replay else ' and replay.html'}"
                       "...")
         paths = recorder.finish(result)
     finally:
-        recorder.close()
+        with stop.shielded():
+            recorder.close()
     written = [p.name for p in paths.values()]
     if not args.no_plots and result.samples:
         from biped_contact_sim.cli import plots

@@ -9,7 +9,9 @@ SIGINT (Ctrl-C), SIGTERM (``kill``, systemd, ``docker stop``, a cancelled CI job
   ``outcome`` is ``interrupted`` (SIGINT) or ``terminated`` (SIGTERM, SIGHUP);
 * before the run simulates (loading, compiling) or after (writing the outputs), and at the
   second signal, the command ends at once (:class:`Aborted`): the open files are closed (the
-  trace gets its footer), nothing more is written. The trace and the CSV reach the disk every
+  trace gets its footer), nothing more is written. Writing a sample and closing the files are
+  :meth:`StopSignals.shielded`: the signal takes effect when they are done, so that the trace
+  never ends inside a record. The trace and the CSV reach the disk every
   second anyway (``record/flushing.py``), so even SIGKILL loses only the last second.
 
 After SIGHUP the terminal (or the ssh connection) is gone: output to it would fail, so stdout
@@ -19,10 +21,12 @@ the run finishes quietly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
 import sys
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -71,6 +75,8 @@ class StopSignals:
         self.signum: int | None = None  # the first signal received while armed
         self.armed = False
         self._previous: dict[int, Any] = {}
+        self._shielded = False
+        self._pending: int | None = None  # a signal that came while shielded
 
     @property
     def requested(self) -> bool:
@@ -95,11 +101,30 @@ class StopSignals:
         """The simulation is over: from now any signal ends the command at once."""
         self.armed = False
 
+    @contextlib.contextmanager
+    def shielded(self) -> Iterator[None]:
+        """A block no signal cuts short (writing a record of the trace, its last chunk and
+        footer): a signal that would end the command at once does so when the block ends."""
+        if self._shielded:  # nested: the outer block raises
+            yield
+            return
+        self._shielded = True
+        try:
+            yield
+        finally:
+            self._shielded = False
+            pending, self._pending = self._pending, None
+            if pending is not None:
+                raise Aborted(pending)
+
     def handle(self, signum: int, frame: FrameType | None) -> None:
         """The signal handler (module docstring)."""
         if signum == signal.SIGHUP:
             _detach_from_terminal()
         if not self.armed or self.signum is not None:
+            if self._shielded:
+                self._pending = self._pending or signum
+                return
             raise Aborted(signum)
         self.signum = signum
         name = signal.Signals(signum).name
