@@ -389,7 +389,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     duration = "each scenario's" if args.duration is None else f"{args.duration:g} s"
     title = (f"# Contact models compared: {', '.join(scenarios)}\n\n"
              f"Duration: {duration}; --set: {settings}. Residuals are per-step maxima over "
-             "the active points (runner.fidelity_residuals).\n\n")
+             "the active points (session.accounting.fidelity_residuals).\n\n")
     (out / "comparison.md").write_text(title + table)
     print(table, end="")
     print(f"results in {out}/: comparison.md, comparison.csv, {len(written)} figures")
