@@ -67,10 +67,8 @@ class ControllerNode(Node):
         self.session = controller_session.ControllerSession(self.robot, cfg)
         phase(f"robot {self.robot.name} and controller {cfg.controller} built",
               "loading compiled kernels")
-        kernels, compiled = load_kernels(self.get_logger().info, ("biped_contact_sim.control.",))
-        phase(f"{kernels} compiled kernels loaded"
-              + (f" ({compiled} compiled: run `biped-sim warm-up` once after installing)"
-                 if compiled else " from numba's cache"), "creating topics")
+        load_kernels(self.get_logger().info, ("biped_contact_sim.control.",), phase,
+                     "creating topics")
 
         self.msg_types = {
             topics.JOINT_TORQUE_CMD: JointState,

@@ -96,19 +96,24 @@ def declare_robot_parameters(node: Node) -> dict:
     return values
 
 
-def load_kernels(log: Callable[[str], None], prefixes: tuple[str, ...]) -> tuple[int, int]:
+def load_kernels(log: Callable[[str], None], prefixes: tuple[str, ...], phase: Callable,
+                 following: str) -> None:
     """Load the compiled kernels of the modules under ``prefixes`` (``jit.load_imported``:
-    the node's own, not every module it happens to import); from now on ``log`` announces any
-    kernel that compiles (``biped-sim warm-up`` did not run on this machine, or a source
-    changed since).
+    the node's own, not every module it happens to import) and end the start-up phase with how
+    many came from numba's cache; from now on ``log`` announces any kernel that compiles
+    (``biped-sim warm-up`` did not run on this machine, or a source changed since).
 
-    Returns:
-        (kernels, signatures compiled).
+    Args:
+        phase: the node's start-up phase logger, ``phase(done, following)``.
+        following: the phase that comes next.
     """
     from biped_contact_sim import jit
 
     jit.set_compile_notice(log)
-    return jit.load_imported(prefixes)
+    kernels, compiled = jit.load_imported(prefixes)
+    phase(f"{kernels} compiled kernels loaded"
+          + (f" ({compiled} compiled: run `biped-sim warm-up` once after installing)"
+             if compiled else " from numba's cache"), following)
 
 
 def optional_tf_broadcaster(node: Node):

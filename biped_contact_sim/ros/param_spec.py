@@ -23,7 +23,8 @@ import yaml
 
 from biped_contact_sim.errors import ConfigError
 
-PARAM = "ros_param"  # the dataclass field metadata key of node_param
+PARAM = "ros_param"  # field metadata of node_param: the ParamSpec without name and default
+KEY_VALUES = "key_values"  # field metadata: a mapping given as "k=v k2=v2" text
 
 
 @dataclass(frozen=True)
@@ -250,19 +251,6 @@ def parse_key_values(text: str, what: str) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
-class ParamMeta:
-    """What a config field adds to its default to be a ROS parameter (:func:`node_param`)."""
-
-    description: str
-    unit: str = ""
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] | None = None
-    read_only: bool = True
-    key_values: bool = False  # a mapping in the config, "k=v k2=v2" text as a parameter
-
-
 def node_param(default: Any, description: str, unit: str = "", low: float | None = None,
                high: float | None = None, choices: Sequence[str] | None = None,
                read_only: bool = True, key_values: bool = False) -> Any:
@@ -272,9 +260,9 @@ def node_param(default: Any, description: str, unit: str = "", low: float | None
     ``key_values``: the field holds a mapping, given as ``"key=value ..."`` text
     (:func:`parse_key_values`) whose default is "".
     """
-    meta = {PARAM: ParamMeta(description, unit, low, high,
-                             tuple(choices) if choices is not None else None, read_only,
-                             key_values)}
+    spec = ParamSpec("", None, description, unit, low, high,
+                     tuple(choices) if choices is not None else None, read_only)
+    meta = {PARAM: spec, KEY_VALUES: key_values}  # name and default: the field's
     if key_values:
         return field(default_factory=dict, metadata=meta)
     return field(default=default, metadata=meta)
@@ -285,14 +273,13 @@ def config_specs(cls: type, defaults: Mapping[str, Any] | None = None) -> list[P
     (``defaults`` replaces some, e.g. the scenario a node was started with)."""
     specs = []
     for f in dataclasses.fields(cls):
-        meta = f.metadata.get(PARAM)
-        if meta is None:
+        spec = f.metadata.get(PARAM)
+        if spec is None:
             continue
-        default = "" if meta.key_values else f.default
+        default = "" if f.metadata[KEY_VALUES] else f.default
         if defaults and f.name in defaults:
             default = defaults[f.name]
-        specs.append(ParamSpec(f.name, default, meta.description, meta.unit, meta.low,
-                               meta.high, meta.choices, meta.read_only))
+        specs.append(dataclasses.replace(spec, name=f.name, default=default))
     return specs
 
 
@@ -302,11 +289,10 @@ def config_values(cls: type, values: Mapping[str, Any], errors: list[str]) -> di
     appended to ``errors``). Fields without a value keep their defaults."""
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        meta = f.metadata.get(PARAM)
-        if meta is None or f.name not in values:
+        if PARAM not in f.metadata or f.name not in values:
             continue
         value = values[f.name]
-        if meta.key_values:
+        if f.metadata[KEY_VALUES]:
             try:
                 value = parse_key_values(str(value), f.name)
             except ConfigError as exc:

@@ -86,10 +86,7 @@ class SimulatorNode(Node):
         self.robot = robot = world.robot
         phase(f"robot {robot.name} ({robot.nv} DoF, {robot.n_points} contact points), "
               f"{self.config.contact_model} and the simulator built", "loading compiled kernels")
-        kernels, compiled = load_kernels(self.get_logger().info, SIM_KERNELS)
-        phase(f"{kernels} compiled kernels loaded"
-              + (f" ({compiled} compiled: run `biped-sim warm-up` once after installing)"
-                 if compiled else " from numba's cache"), "creating topics and services")
+        load_kernels(self.get_logger().info, SIM_KERNELS, phase, "creating topics and services")
 
         self.msg_types = {
             topics.CLOCK: Clock,
