@@ -115,25 +115,19 @@ class Loop:
     def sim_time(self) -> float:
         return float(self.values.get("sim_time_s") or 0.0)
 
-    def spin_until(self, condition, timeout: float) -> bool:
-        end = time.monotonic() + timeout
-        while not condition() and time.monotonic() < end:
-            self.loop.spin_once(0.05)
-        return bool(condition())
-
     def window(self, seconds: float) -> dict:
         """Simulated seconds per wall second, periods per second and the nodes' CPU over a
         window of ``seconds`` (after the loop runs)."""
-        if not self.spin_until(lambda: self.sim_time() > 0.2, 600.0):
+        if not self.loop.spin_until(lambda: self.sim_time() > 0.2, 600.0):
             raise RuntimeError("the closed loop did not start")
         t0 = self.sim_time()
-        self.spin_until(lambda: self.sim_time() != t0, 30.0)
+        self.loop.spin_until(lambda: self.sim_time() != t0, 30.0)
         t0, wall0 = self.sim_time(), time.perf_counter()
         cpu0 = sum(cpu_seconds(p.pid) for p in self.procs)
         states0 = self.states
-        self.spin_until(lambda: time.perf_counter() - wall0 > seconds, seconds + 1)
+        self.loop.spin_until(lambda: time.perf_counter() - wall0 > seconds, seconds + 1)
         t1 = self.sim_time()
-        self.spin_until(lambda: self.sim_time() != t1, 30.0)
+        self.loop.spin_until(lambda: self.sim_time() != t1, 30.0)
         wall = time.perf_counter() - wall0
         cpu = sum(cpu_seconds(p.pid) for p in self.procs) - cpu0
         simulated = self.sim_time() - t0

@@ -259,6 +259,14 @@ class NodeLoop:
             self._next_executor = now + EXECUTOR_PERIOD
             self._run_executor()
 
+    def spin_until(self, condition: Callable[[], Any], timeout: float) -> bool:
+        """Spin until ``condition()`` holds or ``timeout`` seconds (wall) pass; whether it
+        holds."""
+        end = time.monotonic() + timeout
+        while not condition() and time.monotonic() < end:
+            self.spin_once(0.05)
+        return bool(condition())
+
     def spin(self) -> None:
         """Run until :meth:`request_stop` (a signal) or the context shuts down."""
         deadline = self.on_wake()

@@ -107,7 +107,7 @@ class RosLoop:
         self.loop = NodeLoop(self.node, lambda: None)
         self.sim_time = None
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_status, 10)
-        if not self._spin_until(lambda: self.sim_time is not None and self.sim_time > 0.05,
+        if not self.loop.spin_until(lambda: self.sim_time is not None and self.sim_time > 0.05,
                                 300.0):
             raise RuntimeError("the nodes did not start a closed loop")
 
@@ -117,19 +117,13 @@ class RosLoop:
                 values = {kv.key: kv.value for kv in status.values}
                 self.sim_time = float(values["sim_time_s"])
 
-    def _spin_until(self, condition, timeout: float) -> bool:
-        end = time.monotonic() + timeout
-        while not condition() and time.monotonic() < end:
-            self.loop.spin_once(0.05)
-        return bool(condition())
-
     def pause(self, paused: bool) -> None:
         from std_srvs.srv import SetBool
 
         client = self.node.create_client(SetBool, "/simulator/pause")
-        self._spin_until(client.service_is_ready, 60.0)
+        self.loop.spin_until(client.service_is_ready, 60.0)
         future = client.call_async(SetBool.Request(data=paused))
-        self._spin_until(future.done, 60.0)
+        self.loop.spin_until(future.done, 60.0)
         self.node.destroy_client(client)
 
     def window(self, seconds: float, period: float) -> tuple[float, float]:
@@ -137,12 +131,12 @@ class RosLoop:
         self.pause(False)
         self.loop.spin_once(0.0)
         t0 = self.sim_time
-        self._spin_until(lambda: self.sim_time != t0, 30.0)
+        self.loop.spin_until(lambda: self.sim_time != t0, 30.0)
         t0, wall0 = self.sim_time, time.perf_counter()
         cpu0 = sum(cpu_seconds(p.pid) for p in self.procs)
-        self._spin_until(lambda: time.perf_counter() - wall0 > seconds, seconds + 1)
+        self.loop.spin_until(lambda: time.perf_counter() - wall0 > seconds, seconds + 1)
         t1 = self.sim_time
-        self._spin_until(lambda: self.sim_time != t1, 30.0)
+        self.loop.spin_until(lambda: self.sim_time != t1, 30.0)
         wall, cpu = time.perf_counter() - wall0, sum(cpu_seconds(p.pid) for p in self.procs)
         n = round((self.sim_time - t0) / period)
         self.pause(True)
