@@ -11,8 +11,8 @@ from test_constraint_models import box_on_plane
 from biped_contact_sim.cli.runner import build
 from biped_contact_sim.contact import acceleration_lcp_kernel as acc_kernel
 from biped_contact_sim.contact.acceleration_lcp_warm import SOLVED, warm_basis_step
-from biped_contact_sim.robot.kernels import unpack
-from biped_contact_sim.solvers.lemke_kernel import basis_solve, pivoting_basis_solve
+from biped_contact_sim.robot.model_kernels import unpack
+from biped_contact_sim.solvers.lemke_kernels import basis_solve, pivoting_basis_solve
 
 
 def brute_force(A, b):
@@ -98,7 +98,7 @@ def warm_and_dense(model, state):
                            model._params, model._warm.keys, model._warm.rows, keys, *out[0],
                            acc_kernel.MAX_FLIPS)
     G, b = state.delassus(model._all, s.drift_term)
-    acc_kernel.acceleration_lcp_kernel(G, b, vc, phi, state.mu, model._e, state.dt, model._D,
+    acc_kernel.acceleration_lcp_kernels(G, b, vc, phi, state.mu, model._e, state.dt, model._D,
                                        model._params, model._warm.keys, model._warm.rows, keys,
                                        out[1][0], np.empty(m, dtype=bool), out[1][1], out[1][2],
                                        True)

@@ -484,7 +484,7 @@ def test_warm_basis_solve_equals_the_lemke_kernel_basis_solve():
     of the basis slides (the same LU), to the conditioning of A_BB where none does (Cholesky);
     w and the residual to rounding."""
     from biped_contact_sim.solvers.lemke import lemke
-    from biped_contact_sim.solvers.lemke_kernel import basis_solve
+    from biped_contact_sim.solvers.lemke_kernels import basis_solve
 
     rng = np.random.default_rng(8)
     sims = [build("stand", "time_stepping", sets={"contacts": c})[3]

@@ -1,7 +1,8 @@
 """The compiled hot path against its references.
 
-* robot terms: ``TermsWorkspace`` + ``robot.kernels`` against ``RobotModel.terms`` (pinocchio's
-  point frames, itself tested against finite differences in test_robot_model) and a dense M⁻¹;
+* robot terms: ``TermsWorkspace`` + ``robot.model_kernels`` against ``RobotModel.terms``
+  (pinocchio's point frames, itself tested against finite differences in test_robot_model)
+  and a dense M⁻¹;
 * penalty_fl: the compiled eqs. 17–20 against the numpy implementation (LAPACK's pivoted
   Cholesky), on random problems and on states captured from runs;
 * spring_damper: the compiled law against the numpy one; anchors follow contact ids.
@@ -572,10 +573,10 @@ def test_lean_step_equals_the_general_step(scenario, model, contacts):
 
 
 def test_points_step_equals_step_terms():
-    """``robot.kernels.points_step`` (packed fixed arrays, all joints' stacked placements,
+    """``robot.model_kernels.points_step`` (packed fixed arrays, all joints' stacked placements,
     outputs into given buffers) gives ``step_terms``'s numbers bit for bit, at random states
     and torques beyond the limits."""
-    from biped_contact_sim.robot.kernels import (
+    from biped_contact_sim.robot.model_kernels import (
         points_positions,
         points_step,
         points_views,
@@ -611,7 +612,7 @@ def test_points_step_equals_step_terms():
 def test_euler_into_equals_euler_step():
     """``euler_into`` (one output buffer, forces of any layout) gives ``euler_step``'s v̇, v⁺,
     J_c v⁺, max|v⁺| and numpy's dt·v⁺ bit for bit."""
-    from biped_contact_sim.robot.kernels import euler_into, euler_step
+    from biped_contact_sim.robot.model_kernels import euler_into, euler_step
 
     _, _, _, sim, _, control, *_ = build("stand", "penalty_fl", controller="joint_pd",
                                          sets={"contacts": "geometry"})

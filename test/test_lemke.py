@@ -373,7 +373,7 @@ def test_captured_lcps_are_solved_to_the_tolerance_or_named():
 def test_lu_solves_equal_numpy_and_refuse_singular_blocks():
     """``lu_solve_inplace`` on the leading k × k block and ``lu_solve`` against numpy's solve;
     an exactly singular block is refused (False), as is a non-finite result."""
-    from biped_contact_sim.solvers.lemke_kernel import basis_block, lu_solve, lu_solve_inplace
+    from biped_contact_sim.solvers.lemke_kernels import basis_block, lu_solve, lu_solve_inplace
 
     rng = np.random.default_rng(11)
     for k in (1, 3, 12, 40):

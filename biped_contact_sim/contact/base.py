@@ -25,7 +25,7 @@ import numpy as np
 
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.jit import F1, F2, I1, b1, i8, kernel
-from biped_contact_sim.robot.kernels import (
+from biped_contact_sim.robot.model_kernels import (
     inverse_udut,
     packed_acceleration,
     refresh_free_motion,
@@ -40,7 +40,7 @@ class ContactState:
     """The contact points at (q, v), in contact frames (see the module docstring).
 
     Built either from a dense ``Minv`` (tests, small examples) or, by the simulator, from one
-    per-step buffer ``packed = (W, m, nv, nj)`` (``robot.kernels.step_terms``/``unpack``) that
+    per-step buffer ``packed = (W, m, nv, nj)`` (``robot.model_kernels.step_terms``/``unpack``) that
     holds J_c, γ_c, τ_free, a_free and pinocchio's factor ``M = U D Uᵀ`` with
     ``X = D^{-1/2} U⁻¹ J_cᵀ``: then ``G = XᵀX`` without forming M⁻¹, the compiled kernels read
     W directly, and the arrays (and ``Minv``) are made only if Python code reads them.
@@ -81,7 +81,7 @@ class ContactState:
     def from_packed(cls, dt: float, phi: np.ndarray, vc: np.ndarray, p_tangent: np.ndarray,
                     mu: np.ndarray, ids: np.ndarray,
                     packed: tuple[np.ndarray, int, int, int]) -> ContactState:
-        """The simulator's constructor (``packed`` from ``robot.kernels.step_terms``), without
+        """The simulator's constructor (``packed`` from ``robot.model_kernels.step_terms``), without
         the argument checks of ``__init__`` (once per step)."""
         state = object.__new__(cls)
         state.dt, state.phi, state.vc, state.p_tangent, state.mu, state.ids = \
@@ -98,7 +98,7 @@ class ContactState:
 
     @property
     def packed(self) -> tuple[np.ndarray, int, int, int] | None:
-        """``(W, m, nv, nj)`` for the compiled kernels (``robot.kernels.unpack``), or None."""
+        """``(W, m, nv, nj)`` for the compiled kernels (``robot.model_kernels.unpack``), or None."""
         return self._packed
 
     @property
@@ -177,7 +177,7 @@ class ContactState:
 
 @kernel((F1, i8, i8, i8, I1, b1), error_model="numpy")
 def packed_delassus(W, m, nv, nj, idx, drift):
-    """``delassus_from_factor`` on the buffer of ``robot.kernels.step_terms``."""
+    """``delassus_from_factor`` on the buffer of ``robot.model_kernels.step_terms``."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
     return delassus_from_factor(X, Jc, af, gc, idx, drift)
 

@@ -78,7 +78,7 @@ from biped_contact_sim.contact.base import (
 )
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.jit import B1, F1, F2, I1, F1s, Tuple, f8, i8, kernel
-from biped_contact_sim.robot.kernels import unpack
+from biped_contact_sim.robot.model_kernels import unpack
 from biped_contact_sim.solvers import min_norm_solve
 
 UNILATERAL = ("active_set", "clip")

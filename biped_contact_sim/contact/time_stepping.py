@@ -56,7 +56,7 @@ pivoting keeps ~10 digits; its price is a compliance ``ε·P`` in ``v_c⁺``: a 
 creep at ``|v_t| ≤ ε‖P_t‖`` and a resting point settles ``ε P_n dt/β_s`` deeper. With the
 default ε_r = 1e-6 both are negligible (box on a ramp: creep ~3 nm/s; biped: ~10⁻¹⁰ m).
 
-Solving (``time_stepping_kernel``):
+Solving (``time_stepping_kernels``):
 
 1. Warm start: the complementary basis of the previous step (stored per contact id) is
    re-solved on the new data, ``A_BB z_B = −q_B``; if that answer solves the LCP to the
@@ -92,7 +92,7 @@ from biped_contact_sim.contact.base import (
     positive,
 )
 from biped_contact_sim.contact.gauss_seidel import normal_bias, positive_count, unit_interval
-from biped_contact_sim.contact.time_stepping_kernel import (
+from biped_contact_sim.contact.time_stepping_kernels import (
     TS_STATS,
     time_stepping_from_packed,
     time_stepping_kernel,

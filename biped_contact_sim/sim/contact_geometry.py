@@ -9,10 +9,10 @@ and p₂ on body 2 with frame ``C_i = [t₁ t₂ n]``,
     φ_i = nᵀ(p₁ − p₂),   v_c,i = C_iᵀ(ṗ₁ − ṗ₂),   J_c,i = C_iᵀ(J₁(p₁) − J₂(p₂)),
     γ_c,i = C_iᵀ(J̇₁v − J̇₂v)   (C_i held fixed over the step),
 
-with J_b(p) the point Jacobian of body b (``robot.kernels.point_terms``; the static world has
+with J_b(p) the point Jacobian of body b (``robot.model_kernels.point_terms``; the static world has
 none), the normal drift then made the gap's own on curved surfaces (``curved_drift``), and the
 free motion and the factor of M in the buffer the contact models read
-(``robot.kernels.step_terms``'s layout). The contact models see only contact-frame quantities,
+(``robot.model_kernels.step_terms``'s layout). The contact models see only contact-frame quantities,
 so a changing number of contacts with non-parallel normals needs nothing more from them; their
 per-contact state is keyed by ``ContactState.ids`` (the detector's feature ids).
 """
@@ -26,7 +26,8 @@ import numpy as np
 from biped_contact_sim.contact import ContactState
 from biped_contact_sim.jit import B2, F1, F2, F3, I1, I2, F2f, F2s, F3s, i8, kernel, ro
 from biped_contact_sim.robot import RobotModel
-from biped_contact_sim.robot.kernels import (
+from biped_contact_sim.robot.model import DataViews
+from biped_contact_sim.robot.model_kernels import (
     clamp_torques,
     free_motion,
     packed_size,
@@ -34,7 +35,6 @@ from biped_contact_sim.robot.kernels import (
     point_terms_into,
     unpack,
 )
-from biped_contact_sim.robot.model import DataViews
 from biped_contact_sim.sim.collision import (
     CollisionSettings,
     Contacts,
@@ -73,7 +73,7 @@ from biped_contact_sim.sim.world import ContactLaw, Plane, World, build_world_mo
 )
 def geometry_step_terms(J, U, D, nle, v, tau, limit, v_idx, extra, rotations, translations,
                         velocities, accelerations, support, floats, ints):
-    """``robot.kernels.step_terms`` for contacts between two bodies: the point terms of p₁ on
+    """``robot.model_kernels.step_terms`` for contacts between two bodies: the point terms of p₁ on
     body 1 minus those of p₂ on body 2 (``J_c = Cᵀ(J₁ − J₂)``, ``γ_c``, ``v_c`` likewise;
     body 0, the world, contributes nothing), then ``free_motion``. The gap is ``nᵀ(p₁ − p₂)``
     with both points moved with their bodies from where they were detected (``local1``,
@@ -269,7 +269,7 @@ def detect_step(static_i, static_3, static_33, tables, work_i, work_f, rotations
     apart.
 
     The step's outputs come back in two fresh arrays (each returned array costs numba a
-    boxing): W (``robot.kernels.unpack``), which only the contact models read, and one
+    boxing): W (``robot.model_kernels.unpack``), which only the contact models read, and one
     buffer (``step_out_views``) with what a ``StepResult`` keeps (the contact set's floats,
     p₁, phi, vc, the clamped τ, the joint placements), so a kept result does not keep W; the
     contact set's ints (m, ``I_COLS``) apart.

@@ -52,7 +52,7 @@ import math
 import numpy as np
 
 from biped_contact_sim.jit import F1, F2, I1, F2s, f8, i8, kernel
-from biped_contact_sim.robot.kernels import solve_udut_into, unpack
+from biped_contact_sim.robot.model_kernels import solve_udut_into, unpack
 
 
 def free_bodies(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -135,7 +135,7 @@ def exp3(a, b, c):
 
 @kernel((F1, i8, i8, i8, F1, I1, F2, F1), error_model="numpy")
 def momentum_terms(W, m, nv, nj, v, ff, com, out):
-    """Step 1 of the module docstring on the per-step buffer W (``robot.kernels.unpack``):
+    """Step 1 of the module docstring on the per-step buffer W (``robot.model_kernels.unpack``):
     ``τ_free += ĉ``, ``a_free += M⁻¹ĉ``, ``γ_c −= J_c M⁻¹ĉ``; ``out`` = [M⁻¹ĉ | d_k ...].
 
     Args:

@@ -28,7 +28,7 @@ import pinocchio as pin
 from biped_contact_sim.contact import ContactModel, ContactState
 from biped_contact_sim.errors import DIVERGED, ConfigError, DivergenceError, InputError
 from biped_contact_sim.robot import RobotModel, TermsWorkspace
-from biped_contact_sim.robot.kernels import (
+from biped_contact_sim.robot.model_kernels import (
     clamp_torques,
     euler_into,
     pack_points,
@@ -346,7 +346,7 @@ class Simulator:
                       contacts: Contacts | None = None,
                       momentum: bool = True) -> tuple[StepTerms, ContactState]:
         """The contact model's view of (q, v) under τ: points in contact frames, Jacobians,
-        drifts and the factor of M (``TermsWorkspace``, ``robot.kernels.step_terms``); also
+        drifts and the factor of M (``TermsWorkspace``, ``robot.model_kernels.step_terms``); also
         sets the external force active at the current time.
 
         With geometry contacts, q and v are the whole model's (``full_state``; the robot's
@@ -490,7 +490,7 @@ class Simulator:
         return result
 
     # Each terms source returns (q, v, W, m, state, τ clamped, energy, extra): the whole
-    # model's state, the step buffer of ``robot.kernels.step_terms`` and its point count, the
+    # model's state, the step buffer of ``robot.model_kernels.step_terms`` and its point count, the
     # contact state, the energy at (q, v); ``extra`` says how the result's views are made.
     def _general_terms(self, tau: np.ndarray) -> tuple:
         """Any case (external forces, free objects, RK4): ``contact_state``."""

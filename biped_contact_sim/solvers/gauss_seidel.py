@@ -25,8 +25,12 @@ import math
 import numpy as np
 
 from biped_contact_sim.errors import InputError
-from biped_contact_sim.solvers.gauss_seidel_kernel import NEWTON_MAX, angle_gap, gauss_seidel_kernel
-from biped_contact_sim.solvers.gauss_seidel_kernel import REG as _REG
+from biped_contact_sim.solvers.gauss_seidel_kernels import (
+    NEWTON_MAX,
+    angle_gap,
+    gauss_seidel_kernel,
+)
+from biped_contact_sim.solvers.gauss_seidel_kernels import REG as _REG
 from biped_contact_sim.solvers.result import (
     BAD_LENGTH,
     BAD_VALUE,
@@ -71,7 +75,7 @@ def gauss_seidel_coulomb(G, c, mu, *, f0=None, tol: float = 1e-10, max_sweeps: i
         max_sweeps: cap on sweeps.
         omega: relaxation factor in (0, 2); 1 is plain Gauss–Seidel.
         reference: run the numpy reference instead of the compiled kernel
-            (``solvers.gauss_seidel_kernel``, the same steps; the tests compare the two).
+            (``solvers.gauss_seidel_kernels``, the same steps; the tests compare the two).
 
     Returns:
         SolverResult with ``x = f`` (3m,), ``w = v = G f + c``, ``iterations`` = sweeps,

@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from biped_contact_sim.errors import InputError
-from biped_contact_sim.solvers.lemke_kernel import POLISH_TOL as _POLISH_TOL
-from biped_contact_sim.solvers.lemke_kernel import TIE_TOL as _TIE_TOL
-from biped_contact_sim.solvers.lemke_kernel import lemke_kernel
+from biped_contact_sim.solvers.lemke_kernels import POLISH_TOL as _POLISH_TOL
+from biped_contact_sim.solvers.lemke_kernels import TIE_TOL as _TIE_TOL
+from biped_contact_sim.solvers.lemke_kernels import lemke_kernel
 from biped_contact_sim.solvers.linalg import gauss_solve
 from biped_contact_sim.solvers.result import (
     BAD_VALUE,
@@ -48,7 +48,7 @@ _WHO = "lemke"
 #: tableau (cond(A) ~ 1e18 for coplanar sole points) can leave a normally terminated pivoting
 #: far from a solution, and that is reported ``inaccurate``.
 RESIDUAL_TOL = 1e-9
-# Integer status codes of the compiled kernel (solvers.lemke_kernel), in this order.
+# Integer status codes of the compiled kernel (solvers.lemke_kernels), in this order.
 STATUSES = (STATUS_CONVERGED, STATUS_RAY, STATUS_MAX_PIVOTS, STATUS_INACCURATE)
 
 
@@ -83,7 +83,7 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12, max_pivots: int | No
     two (by residual) is returned. The answer is reported ``converged`` only if its residual
     is at most ``residual_tol·‖b‖∞``; otherwise ``inaccurate``.
 
-    The work is done by the compiled kernel ``solvers.lemke_kernel.lemke_kernel`` (numba);
+    The work is done by the compiled kernel ``solvers.lemke_kernels.lemke_kernels`` (numba);
     ``reference=True`` runs the numpy implementation of the same steps, which the tests
     compare it with (equal forces and statuses).
 

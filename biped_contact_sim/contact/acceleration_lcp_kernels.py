@@ -16,10 +16,10 @@ from biped_contact_sim.contact.acceleration_lcp_warm import FAILED, SOLVED, warm
 from biped_contact_sim.contact.base import packed_delassus
 from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts, impact_kernel
 from biped_contact_sim.jit import B1, F1, F2, I1, I2, F1s, I1s, b1, f8, i8, kernel
-from biped_contact_sim.robot.kernels import unpack
-from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
-from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
-from biped_contact_sim.solvers.lemke_kernel import lemke_kernel, pivoting_basis_solve
+from biped_contact_sim.robot.model_kernels import unpack
+from biped_contact_sim.solvers.fischer_burmeister_kernels import fischer_burmeister_kernel
+from biped_contact_sim.solvers.gauss_seidel_kernels import gauss_seidel_kernel
+from biped_contact_sim.solvers.lemke_kernels import lemke_kernel, pivoting_basis_solve
 from biped_contact_sim.solvers.warm_start import basic_flags, match_keys
 
 
@@ -111,7 +111,7 @@ ACC_STATS = ("candidates", "active", "sliding", "system_size", "impacts", "zeno_
 
 # Principal pivots tried on a warm basis that misses the test (pivoting_basis_solve).
 MAX_FLIPS = 4
-# Length of the params array (acceleration_lcp_kernel).
+# Length of the params array (acceleration_lcp_kernels).
 N_PARAMS = 11
 
 
