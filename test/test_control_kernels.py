@@ -1,6 +1,6 @@
 """The control layer's fast paths against their references.
 
-* compiled kernels (control/kernels.py) against numpy/pinocchio: point Jacobians and drifts
+* compiled kernels (control/*_kernels.py) against numpy/pinocchio: point Jacobians and drifts
   against pinocchio's own frame velocity and acceleration, W_com / W_int against the grasp
   module's numpy builders, sole wrenches against ``sole_wrench_at``, the joint-reference
   Hermite against scipy's ``CubicHermiteSpline``, the compiled task-priority recursion
@@ -22,7 +22,7 @@ import pinocchio as pin
 import pytest
 from scipy.interpolate import CubicHermiteSpline
 
-from biped_contact_sim.control import kernels
+from biped_contact_sim.control import body_tasks_kernels, internal_forces_kernels, walking_kernels
 from biped_contact_sim.control import linalg as la
 from biped_contact_sim.control import linalg_kernels as lk
 from biped_contact_sim.control.grasp import (
@@ -65,7 +65,7 @@ def test_point_rows_against_pinocchio(robot):
         acc = pin.getFrameClassicalAcceleration(model, data, fid, LWA)
         w = pin.getFrameVelocity(model, data, fid, LWA).angular
         J_out, drift = np.empty((6, model.nv)), np.empty(6)
-        kernels.point_rows(J, acc.vector, v, r, J_out, drift)
+        body_tasks_kernels.point_rows(J, acc.vector, v, r, J_out, drift)
         J_ref = J.copy()
         J_ref[:3] -= pin.skew(r) @ J[3:]
         np.testing.assert_allclose(J_out, J_ref, atol=1e-12)
@@ -81,25 +81,25 @@ def test_geometry_kernels_against_numpy():
         R = np.array([_rotation(rng) for _ in range(n_s)])
         com = rng.normal(size=3)
         W = np.empty((6, 6 * n_s))
-        kernels.surface_resultant(P, com, W)
+        internal_forces_kernels.surface_resultant(P, com, W)
         ref = resultant_map(tuple(ContactAnchor(P[i], R[i]) for i in range(n_s)), com)
         np.testing.assert_allclose(W, ref, atol=1e-12)
         spec = [(TENSION, i, j) for i in range(n_s) for j in range(i + 1, n_s)]
         spec += [(MOMENT, i, a) for i in range(n_s) for a in range(3)]
         offsets = np.arange(n_s, dtype=np.int64) * 6
         W_int = np.empty((len(spec), 6 * n_s))
-        assert kernels.linkage(np.array(spec, dtype=np.int64), P, R, offsets, W_int)
+        assert internal_forces_kernels.linkage(np.array(spec, dtype=np.int64), P, R, offsets, W_int)
         np.testing.assert_allclose(W_int, linkage_rows(spec, P, R, offsets, 6 * n_s),
                                    atol=1e-12)
         w_sole = rng.normal(size=(n_s, 6))
         origins = rng.normal(size=(n_s, 3))
         out = np.empty(6 * n_s)
-        kernels.wrenches_at(w_sole, R, origins, P, out)
+        internal_forces_kernels.wrenches_at(w_sole, R, origins, P, out)
         ref = np.concatenate([sole_wrench_at(w_sole[i], R[i], origins[i], P[i])
                               for i in range(n_s)])
         np.testing.assert_allclose(out, ref, atol=1e-12)
     same = np.zeros((2, 3))
-    assert not kernels.linkage(np.array([[TENSION, 0, 1]], dtype=np.int64), same,
+    assert not internal_forces_kernels.linkage(np.array([[TENSION, 0, 1]], dtype=np.int64), same,
                                np.array([np.eye(3)] * 2), np.array([0, 6], dtype=np.int64),
                                np.empty((1, 12)))
 
@@ -111,7 +111,7 @@ def test_hermite_against_scipy():
     for k in (0, 1, 2):
         for tau in (0.0, 0.3, 0.77, 1.0):
             out = np.empty((3, 7))
-            kernels.hermite(q, v, a, k, tau, dt, *out)
+            walking_kernels.hermite(q, v, a, k, tau, dt, *out)
             spline = CubicHermiteSpline([0.0, dt], q[k:k + 2], v[k:k + 2])
             np.testing.assert_allclose(out[0], spline(tau * dt), atol=1e-12)
             np.testing.assert_allclose(out[1], spline(tau * dt, 1), atol=1e-9)
@@ -381,7 +381,7 @@ def test_sole_centre_allocation_against_reference(rows):
             rotations = np.array([_rotation(rng) for _ in range(2)])
             centres = rng.normal(size=(2, 3)) * 0.05
             fr = [i for i, r in enumerate(rows) if r < 3]
-            ok, c = kernels.sole_centre_allocation(
+            ok, c = lk.sole_centre_allocation(
                 lam0, Jb, null_basis, rotations, centres, rho,
                 np.zeros(0) if shares is None else shares, np.array(rows, dtype=np.int64),
                 np.array(fr, dtype=np.int64))
@@ -409,7 +409,7 @@ def test_closed_chain_against_reference(k_rows, nb, nj):
         if trial % 10 == 2:  # J_a too: nothing left to the joints for one direction
             Js[:, nb:] = 0.0
         gamma, a_des = rng.normal(size=k_rows), rng.normal(size=nj)
-        got = kernels.closed_chain(Js, gamma, a_des, vi, nb, 1e-10)
+        got = lk.closed_chain(Js, gamma, a_des, vi, nb, 1e-10)
         want = la.closed_chain(Js, gamma, a_des, vi, nb, 1e-10)
         assert got[0] == want[0]
         if not want[0]:

@@ -90,12 +90,12 @@ from biped_contact_sim.control.base import (
     check_range,
 )
 from biped_contact_sim.control.ctc_kernels import ctc_step
-from biped_contact_sim.control.kernels import closed_chain as closed_chain_kernel
-from biped_contact_sim.control.kernels import sole_centre_allocation
 from biped_contact_sim.control.linalg import closed_chain as closed_chain_reference
 from biped_contact_sim.control.linalg import (
     sole_centre_allocation as sole_centre_allocation_reference,
 )
+from biped_contact_sim.control.linalg_kernels import closed_chain as closed_chain_kernel
+from biped_contact_sim.control.linalg_kernels import sole_centre_allocation
 from biped_contact_sim.control.wbc_kernels import C_G, N_CONSTS, N_SCAL, S_A2, S_AX, S_CX
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.jit import entry_point
@@ -211,7 +211,7 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
       respect to the base is an adjoint map): LU solves of J_b v̇_b = −J_a q̈_aᵈ − J̇_s v and
       J_bᵀ λ = (M v̇ + h)_b;
     * closed chain: a complete QR factorisation J_b = [Q_1 Q_2][R; 0] (LAPACK ``dgeqrf``/
-      ``dorgqr``; with what follows, one compiled call, ``kernels.closed_chain``) splits the
+      ``dorgqr``; with what follows, one compiled call, ``linalg_kernels.closed_chain``) splits the
       constraint into R v̇_b = Q_1ᵀ(−J̇_s v − J_a q̈_a) and
       A q̈_a = b, A = Q_2ᵀ J_a, b = −Q_2ᵀ J̇_s v; the joint accelerations closest to q̈_aᵈ are
       q̈_a = q̈_aᵈ + Aᵀ (A Aᵀ)⁻¹ (b − A q̈_aᵈ), A Aᵀ positive definite when the chain leaves
@@ -231,7 +231,7 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
             minimum-norm λ₀ (double support internal forces).
         kd_stance: k_s of ``J_s v̇ + J̇_s v = −k_s J_s v`` (0: the rigid constraint, eq. 30).
         owner: if given, ``owner._Jb`` is set to J_b before ``internal`` is called.
-        compiled: the closed chain's accelerations by ``kernels.closed_chain`` (default) or
+        compiled: the closed chain's accelerations by ``linalg_kernels.closed_chain`` (default) or
             by its numpy/LAPACK reference ``linalg.closed_chain`` (tests).
 
     Returns:
@@ -496,7 +496,7 @@ class ComputedTorqueController(Controller):
         (W T)⁻¹ is block-diagonal and explicit, α_k [[I, 0], [[d_k]×, ρ I]] (d_k the sole
         origin → centre offset). Returns c = null_basisᵀ (λ − λ₀) (null_basis orthonormal, so
         λ₀ + null_basis c = λ). Override to impose another law; ``None`` keeps λ₀. Compiled
-        (``kernels.sole_centre_allocation``; its numpy reference
+        (``linalg_kernels.sole_centre_allocation``; its numpy reference
         ``linalg.sole_centre_allocation`` where B Bᵀ is not positive definite).
         """
         rho = self.settings.cop_length

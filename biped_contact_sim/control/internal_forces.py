@@ -45,7 +45,11 @@ from biped_contact_sim.control.grasp import (
     orthogonalize,
     spec_labels,
 )
-from biped_contact_sim.control.kernels import linkage, surface_resultant, wrenches_at
+from biped_contact_sim.control.internal_forces_kernels import (
+    linkage,
+    surface_resultant,
+    wrenches_at,
+)
 from biped_contact_sim.control.linalg import internal_force_torques
 from biped_contact_sim.control.linalg_kernels import internal_force_law
 from biped_contact_sim.errors import InputError
@@ -113,8 +117,8 @@ class InternalForces:
         return W_com, W_int, labels, name
 
     def _eq82_layout(self, stance, anchors, rotations) -> tuple[np.ndarray, tuple[str, ...]]:
-        """(eq. 82 row specs as an int array for ``kernels.linkage``, row labels), cached per
-        stance and retained axis (``grasp.eq82_spec``)."""
+        """(eq. 82 row specs as an int array for ``internal_forces_kernels.linkage``, row
+        labels), cached per stance and retained axis (``grasp.eq82_spec``)."""
         e = anchors[1] - anchors[0]
         R2 = rotations[1]
         k = 0 if abs(R2[0, 0] * e[0] + R2[1, 0] * e[1] + R2[2, 0] * e[2]) \

@@ -17,7 +17,7 @@ The control laws (docs/methods.md §4.1–4.2) invert three kinds of symmetric m
   the damped solve of ``damped_factors`` (squared singular values floored, continuous in
   the matrix).
 
-Each function that has a compiled twin (``control.linalg_kernels``, ``control.kernels``) is
+Each function that has a compiled twin (``control.linalg_kernels``) is
 its reference: same arguments, same results to rounding, and the tests compare them. The
 LAPACK wrappers of ``scipy.linalg.lapack`` are called directly: numpy's ``linalg`` costs
 ~20 µs per call on 6×6 to 14×14 matrices, mostly argument handling, against 3–5 µs here.
@@ -340,7 +340,7 @@ def sole_centre_allocation(lam0: np.ndarray, Jb: np.ndarray, null_basis: np.ndar
                            rotations: np.ndarray, centres: np.ndarray, rho: float,
                            shares: np.ndarray | None, rows, force_rows) -> np.ndarray:
     """Coefficients c of the internal wrenches of ``ctc``'s allocation (its module docstring,
-    step 4; the reference of the compiled ``kernels.sole_centre_allocation``).
+    step 4; the reference of the compiled ``linalg_kernels.sole_centre_allocation``).
 
     λ = argmin ‖W T λ − t‖ subject to J_bᵀ λ = J_bᵀ λ₀, T moving each foot's wrench to its sole
     centre d_k = R_k c_k (``centres`` in the sole frames), W weighing moments by 1/ρ and each
@@ -377,7 +377,7 @@ def sole_centre_allocation(lam0: np.ndarray, Jb: np.ndarray, null_basis: np.ndar
 def closed_chain(Js: np.ndarray, gamma: np.ndarray, a_joints: np.ndarray, vi, nb: int,
                  rcond: float) -> tuple:
     """``ctc``'s closed-chain accelerations (``ctc.constrained_inverse_dynamics``, module
-    docstring step 3; the reference of the compiled ``kernels.closed_chain``): with the
+    docstring step 3; the reference of the compiled ``linalg_kernels.closed_chain``): with the
     complete QR factorisation J_b = [Q_1 Q_2][R; 0] (LAPACK ``dgeqrf``/``dorgqr``) and
     A = Q_2ᵀ J_a, the joint accelerations q̈_a = q̈_aᵈ + Aᵀ (A Aᵀ)⁻¹ (b − A q̈_aᵈ),
     b = −Q_2ᵀ γ (A Aᵀ by Cholesky, ``cholesky`` with cut-off rcond²), and the base's

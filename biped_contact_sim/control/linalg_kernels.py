@@ -14,7 +14,10 @@ implementation:
 * ``prioritized``: the damped task-priority recursion of Sentis et al. eqs. 30–31 in whitened
   coordinates (``linalg.prioritized``);
 * ``constrained_space``: D, B, v̇₀, f₀ of a support (eqs. 20–26);
-* ``internal_force_torques``, ``internal_force_law``: Γ_int of eq. 42 and the PI law around it.
+* ``internal_force_torques``, ``internal_force_law``: Γ_int of eq. 42 and the PI law around it;
+* ``sole_centre_allocation``: ``ctc``'s internal-wrench allocation;
+* ``closed_chain``: ``ctc``'s closed-chain accelerations (QR of J_b, the joint accelerations
+  closest to the desired ones, the base's).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from biped_contact_sim.control.linalg import NULL_FLOOR
-from biped_contact_sim.jit import F1, F2, I1, b1, f8, i8, kernel
+from biped_contact_sim.jit import F1, F2, F3, I1, F2s, b1, f8, i8, kernel, ro
 
 
 @kernel((F2, f8, f8))
@@ -357,3 +360,118 @@ __all__ = ["certified_cholesky", "cho_solve", "cholesky", "constrained_space", "
            "damped_level", "internal_force_law", "internal_force_torques", "prioritized",
            "psd_factor",
            "task_torques", "whitening"]
+
+
+@kernel((ro(F1), ro(F2s), ro(F2s), ro(F3), ro(F2), f8, ro(F1), ro(I1), ro(I1)))
+def sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho, shares, rows,
+                           force_rows):  # pragma: no cover - compiled
+    """Compiled ``control.linalg.sole_centre_allocation`` (same arguments, ``rows`` and
+    ``force_rows`` int arrays, ``shares`` of length 0 for none): (ok, c); ok False where the
+    reference takes its least-squares form."""
+    nk = rotations.shape[0]
+    nr = rows.size
+    n = nr * nk
+    Winv = np.zeros((n, n))
+    target = np.zeros(n)
+    total = np.zeros(force_rows.size)
+    for k in range(nk):
+        for i in range(force_rows.size):
+            total[i] += lam0[nr * k + force_rows[i]]
+    for k in range(nk):
+        Ti = np.eye(6)
+        if rho > 0.0:
+            d = rotations[k] @ centres[k]
+            Ti[3, 1], Ti[3, 2] = -d[2], d[1]
+            Ti[4, 0], Ti[4, 2] = d[2], -d[0]
+            Ti[5, 0], Ti[5, 1] = -d[1], d[0]
+            for i in range(3, 6):
+                Ti[i, i] = rho
+        scale = shares[k] if shares.size else 1.0
+        for a in range(nr):
+            for b in range(nr):
+                Winv[nr * k + a, nr * k + b] = Ti[rows[a], rows[b]] * scale
+        if shares.size:
+            for i in range(force_rows.size):
+                target[nr * k + force_rows[i]] = total[i]
+    JbT = np.ascontiguousarray(Jb.T)
+    B = JbT @ Winv
+    BT = np.ascontiguousarray(B.T)
+    ok, C = cholesky(B @ BT, 1e-14, 0.0)
+    if not ok:
+        return False, np.zeros(null_basis.shape[1])
+    rhs = JbT @ lam0 - B @ target
+    mu = target + BT @ cho_solve(C, rhs.reshape(rhs.size, 1))[:, 0].copy()
+    return True, np.ascontiguousarray(null_basis.T) @ (Winv @ mu - lam0)
+
+
+@kernel((ro(F2), ro(F1), ro(F1), ro(I1), i8, f8))
+def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - compiled
+    """Compiled ``control.linalg.closed_chain`` (same arguments, ``vi`` an int array): (ok,
+    v̇_b, q̈_a, Q, R), empty arrays where the reference returns None. The complete Q of J_b is
+    numpy's QR of [J_b 0] (LAPACK ``dgeqrf``/``dorgqr``: the zero columns add identity
+    reflectors); Cholesky and the triangular solves are ``_cholesky``/``_cho_solve`` and
+    back substitution."""
+    k, nv = Js.shape
+    nj = vi.shape[0]
+    m = k - nb
+    none = np.zeros(0)
+    Z = np.zeros((k, k))
+    for r in range(k):
+        for c in range(nb):
+            Z[r, c] = Js[r, c]
+    Q, Rf = np.linalg.qr(Z)
+    R = np.zeros((nb, nb))
+    dmin, dmax = np.inf, 0.0
+    for r in range(nb):
+        for c in range(r, nb):
+            R[r, c] = Rf[r, c]
+        d = abs(Rf[r, r])
+        dmin = min(dmin, d)
+        dmax = max(dmax, d)
+    if not dmin > rcond * dmax:
+        return False, none, none, np.zeros((0, 0)), np.zeros((0, 0))
+    A = np.zeros((m, nj))  # Q_2ᵀ J_a
+    for i in range(m):
+        for j in range(nj):
+            s = 0.0
+            for r in range(k):
+                s += Q[r, nb + i] * Js[r, vi[j]]
+            A[i, j] = s
+    X = np.empty((m, m))
+    for i in range(m):
+        for j in range(m):
+            s = 0.0
+            for c in range(nj):
+                s += A[i, c] * A[j, c]
+            X[i, j] = s
+    ok, C = cholesky(X, rcond * rcond, 0.0)
+    if not ok:
+        return False, none, none, np.zeros((0, 0)), np.zeros((0, 0))
+    rhs = np.empty((m, 1))
+    for i in range(m):
+        s = 0.0
+        for r in range(k):
+            s -= Q[r, nb + i] * gamma[r]
+        for j in range(nj):
+            s -= A[i, j] * a_joints[j]
+        rhs[i, 0] = s
+    y = cho_solve(C, rhs)
+    a_vi = a_joints.copy()
+    for j in range(nj):
+        for i in range(m):
+            a_vi[j] += A[i, j] * y[i, 0]
+    e = np.empty(k)  # −γ − J_a q̈_a
+    for r in range(k):
+        s = -gamma[r]
+        for j in range(nj):
+            s -= Js[r, vi[j]] * a_vi[j]
+        e[r] = s
+    a_b = np.empty(nb)
+    for i in range(nb - 1, -1, -1):  # R v̇_b = Q_1ᵀ e
+        s = 0.0
+        for r in range(k):
+            s += Q[r, i] * e[r]
+        for c in range(i + 1, nb):
+            s -= R[i, c] * a_b[c]
+        a_b[i] = s / R[i, i]
+    return True, a_b, a_vi, Q, R

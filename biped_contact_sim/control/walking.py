@@ -74,7 +74,7 @@ from biped_contact_sim.control.base import (
     behavior_params,
     check_range,
 )
-from biped_contact_sim.control.kernels import walk_state
+from biped_contact_sim.control.walking_kernels import walk_state
 from biped_contact_sim.errors import ConfigError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED

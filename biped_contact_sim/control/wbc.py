@@ -108,7 +108,7 @@ from biped_contact_sim.control import wbc_kernels as wk
 from biped_contact_sim.control.base import Controller, ControlOutput, LazyDict, Measurement
 from biped_contact_sim.control.contact_set import ContactTransitions, blend_released
 from biped_contact_sim.control.internal_forces import InternalForces
-from biped_contact_sim.control.kernels import surface_resultant
+from biped_contact_sim.control.internal_forces_kernels import surface_resultant
 from biped_contact_sim.control.linalg import constrained_space, task_torques
 from biped_contact_sim.control.wbc_plan import StepTables, drift_from_jacobians
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
