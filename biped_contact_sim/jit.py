@@ -68,18 +68,18 @@ KERNEL_MODULES = (
     "biped_contact_sim.sim.contact_geometry",
     "biped_contact_sim.contact.gauss_seidel",
     "biped_contact_sim.contact.penalty_fl",
-    "biped_contact_sim.contact.acceleration_lcp_warm",
+    "biped_contact_sim.contact.acceleration_lcp_warm_kernels",
     "biped_contact_sim.robot.model_kernels",
     "biped_contact_sim.sim.observables",
     "biped_contact_sim.solvers.lemke_kernels",
     "biped_contact_sim.solvers.gauss_seidel_kernels",
     "biped_contact_sim.solvers.fischer_burmeister_kernels",
     "biped_contact_sim.contact.spring_damper",
-    "biped_contact_sim.contact.base",
-    "biped_contact_sim.solvers.warm_start",
-    "biped_contact_sim.sim.world",
-    "biped_contact_sim.sim.integrator",
-    "biped_contact_sim.sim.step_energy",
+    "biped_contact_sim.contact.base_kernels",
+    "biped_contact_sim.solvers.warm_start_kernels",
+    "biped_contact_sim.sim.world_kernels",
+    "biped_contact_sim.sim.integrator_kernels",
+    "biped_contact_sim.sim.step_energy_kernels",
     "biped_contact_sim.cli.runner",
 )
 
@@ -233,7 +233,7 @@ def cache_location() -> str:
     explicit = os.environ.get("NUMBA_CACHE_DIR")
     if explicit:
         return explicit
-    name = "biped_contact_sim.sim.world"  # any kernel module: they share one locator rule
+    name = "biped_contact_sim.sim.world_kernels"  # any kernel module: they share one locator rule
     module = importlib.import_module(name)
     package = os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
     for disp in KERNELS.get(name, []):

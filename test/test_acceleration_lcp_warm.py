@@ -9,8 +9,8 @@ import pytest
 from test_constraint_models import box_on_plane
 
 from biped_contact_sim.cli.runner import build
-from biped_contact_sim.contact import acceleration_lcp_kernel as acc_kernel
-from biped_contact_sim.contact.acceleration_lcp_warm import SOLVED, warm_basis_step
+from biped_contact_sim.contact import acceleration_lcp_kernels as acc_kernel
+from biped_contact_sim.contact.acceleration_lcp_warm_kernels import SOLVED, warm_basis_step
 from biped_contact_sim.robot.model_kernels import unpack
 from biped_contact_sim.solvers.lemke_kernels import basis_solve, pivoting_basis_solve
 

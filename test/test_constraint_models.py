@@ -15,9 +15,9 @@ import pytest
 from biped_contact_sim.cli.runner import build, run
 from biped_contact_sim.contact import CONTACT_MODELS, ContactState, make_contact_model
 from biped_contact_sim.contact import acceleration_lcp as acc
-from biped_contact_sim.contact import acceleration_lcp_kernel as acc_kernel
+from biped_contact_sim.contact import acceleration_lcp_kernels as acc_kernel
 from biped_contact_sim.contact import time_stepping as ts
-from biped_contact_sim.contact import time_stepping_kernel as tsk
+from biped_contact_sim.contact import time_stepping_kernels as tsk
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import ContactBodyConfig, load_robot_config

@@ -67,7 +67,7 @@ def test_the_scenarios_compile_nothing_beyond_the_declared_signatures():
 
 
 def test_a_call_of_another_array_type_is_refused_not_compiled():
-    from biped_contact_sim.sim.world import frame_from_normal
+    from biped_contact_sim.sim.world_kernels import frame_from_normal
 
     frame_from_normal(np.array([0.0, 0.0, 1.0]))  # declared: a float64 vector
     with pytest.raises(TypeError, match="No matching definition"):

@@ -492,7 +492,7 @@ def test_models_from_the_step_buffer_equal_their_delassus_path(model, contacts):
     exactly the forces, active set and statistics of the model's kernel on
     ``state.delassus``, on states captured along a ``stand`` run (touch-down and rest).
     acceleration_lcp's packed call re-solves the warm basis on the factor without forming G
-    (contact/acceleration_lcp_warm.py): the same LCP solution, to rounding amplified by the
+    (contact/acceleration_lcp_warm_kernels.py): the same LCP solution, to rounding amplified by the
     ε-regularised friction block (test_acceleration_lcp_warm), so there to 1e-8 relative and
     equal statistics but the residual."""
     _, _, robot, sim, _, control, *_ = build("stand", model, controller="joint_pd",

@@ -81,7 +81,7 @@ One step at (q, v), in contact frames ``[t₁, t₂, n]``, over the candidates `
    by an unused friction facet whose force was ~tol). Otherwise Fischer–Burmeister, warm
    started from the previous solution, then Lemke as above. On a step without impacts the
    basis is solved on the factor without forming G or the LCP matrix
-   (``acceleration_lcp_warm``).
+   (``acceleration_lcp_warm_kernels``).
 4. Painlevé (no solution of the acceleration LCP with sliding friction): when Fischer–Burmeister
    and Lemke both fail, the step is counted in ``painleve_events`` and resolved impulsively
    (the "tangential impact" fallback): the exact velocity-level Coulomb law of §2.3 step 3

@@ -12,15 +12,15 @@ import math
 
 import numpy as np
 
-from biped_contact_sim.contact.acceleration_lcp_warm import FAILED, SOLVED, warm_basis_step
-from biped_contact_sim.contact.base import packed_delassus
+from biped_contact_sim.contact.acceleration_lcp_warm_kernels import FAILED, SOLVED, warm_basis_step
+from biped_contact_sim.contact.base_kernels import packed_delassus
 from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts, impact_kernel
 from biped_contact_sim.jit import B1, F1, F2, I1, I2, F1s, I1s, b1, f8, i8, kernel
 from biped_contact_sim.robot.model_kernels import unpack
 from biped_contact_sim.solvers.fischer_burmeister_kernels import fischer_burmeister_kernel
 from biped_contact_sim.solvers.gauss_seidel_kernels import gauss_seidel_kernel
 from biped_contact_sim.solvers.lemke_kernels import lemke_kernel, pivoting_basis_solve
-from biped_contact_sim.solvers.warm_start import basic_flags, match_keys
+from biped_contact_sim.solvers.warm_start_kernels import basic_flags, match_keys
 
 
 @kernel((F2, F1, F2, F1, F1, B1, f8, F2, f8, f8, F2, F2, F1))
@@ -119,7 +119,7 @@ N_PARAMS = 11
 def acceleration_lcp_step(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, keys_all, f_all,
                           stats, work, impacting_all, keys_buf, stored, active):
     """The step on the simulator's buffer in one call: the warm basis on the factor
-    (``acceleration_lcp_warm.warm_basis_step``), else ``acceleration_lcp_kernel`` on
+    (``acceleration_lcp_warm_kernels.warm_basis_step``), else ``acceleration_lcp_kernel`` on
     ``packed_delassus(W, m, nv, nj, all points, drift)``.
 
     ``work`` = [params (N_PARAMS) | D (2, d) | e (m) | rows (2, m, width)] and ``keys_buf``

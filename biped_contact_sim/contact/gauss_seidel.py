@@ -72,15 +72,16 @@ from biped_contact_sim.contact.base import (
     ContactResult,
     ContactState,
     Stats,
-    packed_delassus,
     positive,
 )
+from biped_contact_sim.contact.base_kernels import packed_delassus
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.jit import B1, F1, F2, I1, F1s, I1s, b1, f8, i8, kernel
 from biped_contact_sim.solvers.gauss_seidel_kernels import gauss_seidel_kernel
 from biped_contact_sim.solvers.lemke import RESIDUAL_TOL, STATUSES, default_max_pivots
 from biped_contact_sim.solvers.lemke_kernels import lemke_kernel
-from biped_contact_sim.solvers.warm_start import KeyedRows, match_keys
+from biped_contact_sim.solvers.warm_start import KeyedRows
+from biped_contact_sim.solvers.warm_start_kernels import match_keys
 
 
 def contact_keys(state: ContactState, idx: np.ndarray) -> np.ndarray:

@@ -73,9 +73,9 @@ from biped_contact_sim.contact.base import (
     ContactResult,
     ContactState,
     Stats,
-    delassus_from_factor,
     positive,
 )
+from biped_contact_sim.contact.base_kernels import delassus_from_factor
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.jit import B1, F1, F2, I1, F1s, Tuple, f8, i8, kernel
 from biped_contact_sim.robot.model_kernels import unpack

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from biped_contact_sim.contact.base import packed_delassus
+from biped_contact_sim.contact.base_kernels import packed_delassus
 from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts
 from biped_contact_sim.jit import B1, F1, F2, I1, F1s, I1s, f8, i8, kernel
 from biped_contact_sim.solvers.fischer_burmeister_kernels import fischer_burmeister_kernel
@@ -24,7 +24,7 @@ from biped_contact_sim.solvers.lemke_kernels import (
     lemke_kernel,
     lu_solve,
 )
-from biped_contact_sim.solvers.warm_start import basic_flags, match_keys
+from biped_contact_sim.solvers.warm_start_kernels import basic_flags, match_keys
 
 
 @kernel((F2, F1, F2, F1, F1s, f8, F2, f8, f8, F2, F1))

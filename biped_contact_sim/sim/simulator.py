@@ -49,13 +49,8 @@ from biped_contact_sim.sim.contact_geometry import (
     step_points,
     world_from_terrain,
 )
-from biped_contact_sim.sim.integrator import (
-    contact_energy,
-    free_bodies,
-    momentum_size,
-    momentum_terms,
-    transport,
-)
+from biped_contact_sim.sim.integrator import free_bodies, momentum_size
+from biped_contact_sim.sim.integrator_kernels import contact_energy, momentum_terms, transport
 from biped_contact_sim.sim.rk4 import rk4_step
 from biped_contact_sim.sim.step_result import _EMPTY, _LAZY, StepResult, StepTerms
 from biped_contact_sim.sim.terrain import PlaneTerrain
