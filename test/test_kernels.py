@@ -14,7 +14,7 @@ import pytest
 
 from biped_contact_sim.cli.runner import build
 from biped_contact_sim.contact import ContactState, make_contact_model
-from biped_contact_sim.contact.penalty_fl import min_norm_kernel
+from biped_contact_sim.contact.penalty_fl_kernels import min_norm_kernel
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.sim.collision import _alloc
 from biped_contact_sim.sim.simulator import SimSettings, Simulator

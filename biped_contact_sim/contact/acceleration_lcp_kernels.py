@@ -14,7 +14,11 @@ import numpy as np
 
 from biped_contact_sim.contact.acceleration_lcp_warm_kernels import FAILED, SOLVED, warm_basis_step
 from biped_contact_sim.contact.base_kernels import packed_delassus
-from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts, impact_kernel
+from biped_contact_sim.contact.gauss_seidel_kernels import (
+    candidates,
+    gather_contacts,
+    impact_kernel,
+)
 from biped_contact_sim.jit import B1, F1, F2, I1, I2, F1s, I1s, b1, f8, i8, kernel
 from biped_contact_sim.robot.model_kernels import unpack
 from biped_contact_sim.solvers.fischer_burmeister_kernels import fischer_burmeister_kernel

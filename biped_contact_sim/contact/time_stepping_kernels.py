@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from biped_contact_sim.contact.base_kernels import packed_delassus
-from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts
+from biped_contact_sim.contact.gauss_seidel_kernels import candidates, gather_contacts
 from biped_contact_sim.jit import B1, F1, F2, I1, F1s, I1s, f8, i8, kernel
 from biped_contact_sim.solvers.fischer_burmeister_kernels import fischer_burmeister_kernel
 from biped_contact_sim.solvers.gauss_seidel_kernels import gauss_seidel_kernel

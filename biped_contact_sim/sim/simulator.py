@@ -44,11 +44,11 @@ from biped_contact_sim.sim.collision import CollisionSettings, Contacts
 from biped_contact_sim.sim.collision_kernels import F_COLS, F_MU, F_PT, I_ID
 from biped_contact_sim.sim.contact_geometry import (
     GeometryContacts,
-    detect_step,
     step_placements,
     step_points,
     world_from_terrain,
 )
+from biped_contact_sim.sim.contact_geometry_kernels import detect_step
 from biped_contact_sim.sim.integrator import free_bodies, momentum_size
 from biped_contact_sim.sim.integrator_kernels import contact_energy, momentum_terms, transport
 from biped_contact_sim.sim.rk4 import rk4_step
