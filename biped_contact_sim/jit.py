@@ -70,7 +70,7 @@ KERNEL_MODULES = (
     "biped_contact_sim.contact.penalty_fl_kernels",
     "biped_contact_sim.contact.acceleration_lcp_warm_kernels",
     "biped_contact_sim.robot.model_kernels",
-    "biped_contact_sim.sim.observables",
+    "biped_contact_sim.sim.observables_kernels",
     "biped_contact_sim.solvers.lemke_kernels",
     "biped_contact_sim.solvers.gauss_seidel_kernels",
     "biped_contact_sim.solvers.fischer_burmeister_kernels",

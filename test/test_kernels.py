@@ -208,7 +208,8 @@ def test_rk4_and_euler_steps_use_the_same_terms():
 
 
 def test_convex_hull_kernel_equals_the_reference():
-    from biped_contact_sim.sim.observables import convex_hull, hull_2d, in_polygon, point_in_polygon
+    from biped_contact_sim.sim.observables import hull_2d_reference, in_polygon_reference
+    from biped_contact_sim.sim.observables_kernels import hull_2d, in_polygon
 
     rng = np.random.default_rng(0)
     for trial in range(500):
@@ -216,10 +217,10 @@ def test_convex_hull_kernel_equals_the_reference():
         pts = rng.standard_normal((n, 2)).round(int(rng.integers(0, 3)))  # repeats, ties
         if trial % 3 == 0:
             pts[:, 1] = 2 * pts[:, 0]  # collinear
-        want, got = convex_hull(pts), hull_2d(pts)
+        want, got = hull_2d_reference(pts), hull_2d(pts)
         assert np.array_equal(got, want)
         q = rng.standard_normal(2)
-        assert in_polygon(q, got, 1e-6) == point_in_polygon(q, want, 1e-6)
+        assert in_polygon(q, got, 1e-6) == in_polygon_reference(q, want, 1e-6)
 
 
 @pytest.mark.parametrize(("scenario", "model"), [("stand", "penalty_fl"),
@@ -276,7 +277,8 @@ def test_geometry_wrenches_kernel_equals_the_numpy_reference_on_random_problems(
     """Sole and per-body wrenches of geometry contacts (a changing number of contacts, any
     normals, bodies on either side, free objects after the robot's joints): compiled equals
     numpy to 1e-10."""
-    from biped_contact_sim.sim.observables import geometry_wrenches, geometry_wrenches_reference
+    from biped_contact_sim.sim.observables import geometry_wrenches_reference
+    from biped_contact_sim.sim.observables_kernels import geometry_wrenches
 
     rng = np.random.default_rng(3)
     for _ in range(300):
