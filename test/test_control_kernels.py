@@ -426,7 +426,7 @@ def test_closed_chain_on_captured_walk_states():
     """constrained_inverse_dynamics with the compiled closed chain and with its reference give
     the same v̇, τ and λ (1e-10) along a walk under ctc, single and double support."""
     from biped_contact_sim.cli.runner import Run
-    from biped_contact_sim.control.ctc import constrained_inverse_dynamics
+    from biped_contact_sim.control.ctc_dynamics import constrained_inverse_dynamics
 
     run = Run("walk", "penalty_fl", "ctc", duration=1.2, sets={"contacts": "points"})
     ctl = run.control.controller

@@ -376,7 +376,7 @@ def sole_centre_allocation(lam0: np.ndarray, Jb: np.ndarray, null_basis: np.ndar
 
 def closed_chain(Js: np.ndarray, gamma: np.ndarray, a_joints: np.ndarray, vi, nb: int,
                  rcond: float) -> tuple:
-    """``ctc``'s closed-chain accelerations (``ctc.constrained_inverse_dynamics``, module
+    """``ctc``'s closed-chain accelerations (``ctc_dynamics.constrained_inverse_dynamics``, module
     docstring step 3; the reference of the compiled ``linalg_kernels.closed_chain``): with the
     complete QR factorisation J_b = [Q_1 Q_2][R; 0] (LAPACK ``dgeqrf``/``dorgqr``) and
     A = Q_2ᵀ J_a, the joint accelerations q̈_a = q̈_aᵈ + Aᵀ (A Aᵀ)⁻¹ (b − A q̈_aᵈ),
