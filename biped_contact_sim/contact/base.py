@@ -16,7 +16,6 @@ points) plus its active set and solver statistics. The simulator integrates
 
 from __future__ import annotations
 
-import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -24,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from biped_contact_sim.contact.base_kernels import packed_delassus
-from biped_contact_sim.errors import ConfigError
+from biped_contact_sim.errors import ConfigError, settings_from
 from biped_contact_sim.robot.model_kernels import (
     inverse_udut,
     packed_acceleration,
@@ -228,12 +227,8 @@ class ContactModel(ABC):
     stores_energy: ClassVar[bool] = False
 
     def __init__(self, **settings: Any):
-        allowed = {f.name for f in dataclasses.fields(self.Settings)}
-        unknown = sorted(set(settings) - allowed)
-        if unknown:
-            raise ConfigError(f"Unknown setting(s) {', '.join(map(repr, unknown))} for contact "
-                              f"model {self.name!r}. Allowed: {', '.join(sorted(allowed))}")
-        self.settings = self.Settings(**settings)
+        self.settings = settings_from(self.Settings, settings, "setting",
+                                      f"contact model {self.name!r}")
 
     def check(self, dt: float, integrator: str) -> None:
         """Refuse a step size or integrator this model cannot run stably.

@@ -197,6 +197,28 @@ def reference_load_shares(ref: Reference, stance, centres, g: float) -> np.ndarr
     return np.array([1.0 - a2, a2])
 
 
+def load_share_inputs(ref: Reference, stance, share_in: np.ndarray) -> int:
+    """The load-share inputs of the compiled steps (``ctc_kernels.ctc_step``, ``wbc_kernels``;
+    layout ``wbc_kernels.S_*``) for two stance feet: 1 the reference's planned α_2, 2 its
+    cart-table ZMP (CoM and acceleration), 0 neither; written into ``share_in``.
+
+    Raises:
+        ConfigError: ``Reference.load_share`` lacks a stance foot.
+    """
+    if ref.load_share is not None:
+        try:
+            share_in[S_A2] = float(ref.load_share[stance[1]])
+        except KeyError:
+            raise ConfigError(f"Reference.load_share names {sorted(ref.load_share)}; "
+                              f"it needs the stance foot {stance[1]!r}") from None
+        return 1
+    if ref.com is None or ref.com_acc is None:
+        return 0
+    share_in[S_CX:S_CX + 3] = ref.com
+    share_in[S_AX:S_AX + 3] = ref.com_acc
+    return 2
+
+
 class ComputedTorqueController(Controller):
     """Computed-torque control under stance constraints (module docstring, Bravo & Rengifo
     eqs. 27–39 generalised to a floating base and double support).
@@ -437,18 +459,7 @@ class ComputedTorqueController(Controller):
         """
         if not self.settings.load_share or len(stance) != 2:
             return 0
-        if ref.load_share is not None:
-            try:
-                share_in[S_A2] = float(ref.load_share[stance[1]])
-            except KeyError:
-                raise ConfigError(f"Reference.load_share names {sorted(ref.load_share)}; "
-                                  f"it needs the stance foot {stance[1]!r}") from None
-            return 1
-        if ref.com is None or ref.com_acc is None:
-            return 0
-        share_in[S_CX:S_CX + 3] = ref.com
-        share_in[S_AX:S_AX + 3] = ref.com_acc
-        return 2
+        return load_share_inputs(ref, stance, share_in)
 
 
 def _info(lam, stance, a_des, q_err, residual, saturated, shares) -> dict:

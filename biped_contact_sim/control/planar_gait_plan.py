@@ -13,7 +13,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.optimize import minimize
 
-from biped_contact_sim.control.base import check_range
+from biped_contact_sim.control.base import range_checker
 from biped_contact_sim.control.walking import quintic
 from biped_contact_sim.errors import ConfigError
 
@@ -23,8 +23,7 @@ LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 PLANAR_ROWS = (0, 2, 4)  # x, z, pitch rows of a 6-D frame Jacobian [vx vy vz ωx ωy ωz]
 
 
-def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
-    check_range(f"planar_walk.{field}", value, lo, hi, lo_open)
+_check = range_checker("planar_walk")
 
 
 @dataclass(frozen=True)

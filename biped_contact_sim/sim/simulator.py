@@ -356,12 +356,7 @@ class Simulator:
         Raises:
             InputError: τ has the wrong length or is not finite.
         """
-        if type(tau) is not np.ndarray or tau.dtype != np.float64:
-            tau = np.asarray(tau, dtype=float)
-        if tau.shape != (self._n_joints,):
-            raise InputError(f"torque command has shape {tau.shape}; expected "
-                             f"({self._n_joints},) for joints "
-                             + ", ".join(self.robot.actuated_joint_names))
+        tau = self._torque(tau)
         ws = self.workspace
         ws.compute(q, v)
         extra = self._zero_nv
