@@ -107,12 +107,13 @@ def warm_and_dense(model, state):
 
 def assert_meets_fb_test(model, state, rows):
     """z of the warm path's rows meets Fischer–Burmeister's test ``‖Φ‖∞ ≤ tol`` on the numpy LCP
-    (``AccelerationLCPContact.lcp``) of its active points (the candidates: no impacts)."""
+    (``AccelerationLCPContact.build_lcp_reference``) of its active points (the candidates: no
+    impacts)."""
     s = model.settings
     d = s.directions
     idx = np.flatnonzero(state.phi + state.dt * np.minimum(state.vc[:, 2], 0.0) <= s.margin)
     sticking = rows[idx, 2 * (2 + d)] != 0.0
-    A, q, _, _ = model.lcp(state, idx, state.vc[idx], sticking)
+    A, q, _, _ = model.build_lcp_reference(state, idx, state.vc[idx], sticking)
     st = idx[sticking]
     z = np.concatenate([rows[idx, 0], rows[st, 1:1 + d].ravel(), rows[st, 1 + d]])
     assert fb_norm(A, q, z) <= 2 * s.tolerance * max(1.0, np.abs(q).max())
@@ -121,8 +122,9 @@ def assert_meets_fb_test(model, state, rows):
 @pytest.mark.parametrize("contacts", ["geometry", "points"])
 def test_warm_basis_on_the_factor_equals_the_dense_kernel(contacts):
     """On the steps of stand that the warm path solves (nearly all), its z meets
-    Fischer–Burmeister's test on the numpy LCP (``AccelerationLCPContact.lcp``) and its forces
-    agree with the dense kernel's: to the conditioning of the ε-regularised friction block
+    Fischer–Burmeister's test on the numpy LCP (``AccelerationLCPContact.build_lcp_reference``) and
+    its forces agree with the dense kernel's: to the conditioning of the ε-regularised friction
+    block
     (cond ~ 1/ε: ~5e-10 relative seen) with equal statistics when both end in the same basis
     (the same pivots and test; A_BB formed as Y_rᵀY_c instead of from G), and to 1e-6 when
     rounding tips a pivot decision on a facet force at ~tol into another basis that also meets

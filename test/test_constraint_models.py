@@ -181,7 +181,7 @@ def test_time_stepping_lcp_size_is_m_times_2_plus_d(d):
     contact, state = standing_state("time_stepping", {"contact.directions": d})
     m = state.n_points
     assert m == 8 and np.all(state.phi <= contact.settings.margin)
-    A, q = contact.lcp(state)
+    A, q = contact.build_lcp_reference(state)
     assert A.shape == (m * (2 + d), m * (2 + d)) and q.shape == (m * (2 + d),)
 
 
@@ -386,7 +386,7 @@ def test_compiled_lcp_builders_equal_the_numpy_forms():
     b = b - state.gamma_c
     for d in (4, 8):
         model = ts.TimeSteppingContact(directions=d)
-        A, q = model.lcp(state)
+        A, q = model.build_lcp_reference(state)
         A2, q2 = np.empty_like(A), np.empty_like(q)
         eps = model.settings.regularization * np.mean(np.diag(G))
         tsk.build_lcp_kernel(G, b, state.vc, np.ascontiguousarray(state.phi), state.mu,
@@ -397,7 +397,7 @@ def test_compiled_lcp_builders_equal_the_numpy_forms():
         vc = state.vc.copy()
         vc[1, 0] += 0.1  # one point slides
         for sticking in (np.ones(4, bool), np.array([True, False, True, True])):
-            A, q, _, _ = model.lcp(state, idx, vc, sticking)
+            A, q, _, _ = model.build_lcp_reference(state, idx, vc, sticking)
             A2, q2 = np.empty_like(A), np.empty_like(q)
             acc_kernel.build_lcp_kernel(G, b, vc, np.ascontiguousarray(state.phi), state.mu,
                                         sticking, state.dt, ts.friction_directions(d),

@@ -340,7 +340,7 @@ def captured_time_stepping_lcps():
             tau_free=data[f"{name}_tau_free"], p_tangent=np.zeros((len(data[f"{name}_phi"]), 2)),
             mu=data[f"{name}_mu"])
         for eps in (1e-9, 1e-6):
-            A, q = TimeSteppingContact(regularization=eps).lcp(state)
+            A, q = TimeSteppingContact(regularization=eps).build_lcp_reference(state)
             yield name, eps, A, q
 
 

@@ -247,7 +247,7 @@ class AccelerationLCPContact(ContactModel):
         # Times of each contact's last impacts (ring buffer, −inf when none), per contact id.
         self._impacts = KeyedRows(s.zeno_max_impacts)
 
-    def lcp(self, state: ContactState, idx: np.ndarray, vc: np.ndarray,
+    def build_lcp_reference(self, state: ContactState, idx: np.ndarray, vc: np.ndarray,
             sticking: np.ndarray | None = None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The acceleration LCP of step 3 over the active points ``idx``.

@@ -2,8 +2,9 @@
 docstring gives the method: impacts, active set, the acceleration LCP with its warm start,
 Fischer–Burmeister then Lemke, the impulsive Painlevé fallback).
 
-``build_lcp_kernel`` is tested equal to the readable numpy ``AccelerationLCPContact.lcp``; the
-solvers it calls are tested against their numpy references (test_lemke, test_gauss_seidel_fb).
+``build_lcp_kernel`` is tested equal to the readable numpy
+``AccelerationLCPContact.build_lcp_reference``; the solvers it calls are tested against their numpy
+references (test_lemke, test_gauss_seidel_fb).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from biped_contact_sim.solvers.warm_start_kernels import basic_flags, match_keys
 
 @kernel((F2, F1, F2, F1, F1, B1, f8, F2, f8, f8, F2, F2, F1))
 def build_lcp_kernel(G, b, vc, phi, mu, sticking, dt, D, beta, eps, slip_u, A, q):
-    """The acceleration LCP of step 3 (``AccelerationLCPContact.lcp``), compiled.
+    """The acceleration LCP of step 3 (``AccelerationLCPContact.build_lcp_reference``), compiled.
 
     Over a active points (G (3a, 3a), b (3a,), vc (a, 3)); ``sticking`` (a,) bool; ``slip_u``
     (a, 2) receives the sliding directions ``ṗ_t/‖ṗ_t‖``. Unknowns ``z = [f_n; β; λ]`` (β, λ

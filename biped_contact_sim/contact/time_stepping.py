@@ -212,7 +212,7 @@ class TimeSteppingContact(ContactModel):
                                  s.fallback_tolerance, s.fallback_max_sweeps, s.warm_start],
                                 dtype=float)
 
-    def lcp(self, state: ContactState, idx: np.ndarray | None = None
+    def build_lcp_reference(self, state: ContactState, idx: np.ndarray | None = None
             ) -> tuple[np.ndarray, np.ndarray]:
         """The LCP ``(A, q)`` of the module docstring over the candidates, size m(2 + d).
 

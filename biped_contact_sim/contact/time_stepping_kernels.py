@@ -2,8 +2,9 @@
 gives the method: the velocity–impulse LCP of Bravo & Rengifo eqs. 24–26 with a polyhedral
 cone, its warm-started basis, Lemke, Fischer–Burmeister and the Gauss–Seidel fallback).
 
-``build_lcp_kernel`` is tested equal to the readable numpy ``TimeSteppingContact.lcp``;
-``warm_basis_solve`` against ``lemke_kernels.basis_solve``; the solvers it calls against their
+``build_lcp_kernel`` is tested equal to the readable numpy
+``TimeSteppingContact.build_lcp_reference``; ``warm_basis_solve`` against
+``lemke_kernels.basis_solve``; the solvers it calls against their
 numpy references (test_lemke, test_gauss_seidel_fb).
 """
 
@@ -29,7 +30,8 @@ from biped_contact_sim.solvers.warm_start_kernels import basic_flags, match_keys
 
 @kernel((F2, F1, F2, F1, F1s, f8, F2, f8, f8, F2, F1))
 def build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q):
-    """The LCP ``(A, q)`` of the module docstring (``TimeSteppingContact.lcp``), compiled.
+    """The LCP ``(A, q)`` of the module docstring (``TimeSteppingContact.build_lcp_reference``),
+    compiled.
 
     ``G`` (3m, 3m), ``b`` (3m,), ``vc`` (m, 3), ``phi``/``mu`` (m,), ``D`` (2, d); ``eps`` is
     the absolute regularisation. Fills A (m(2+d), m(2+d)) and q.

@@ -95,7 +95,7 @@ from biped_contact_sim.control.ctc_dynamics import (
 )
 from biped_contact_sim.control.ctc_kernels import ctc_step
 from biped_contact_sim.control.linalg import (
-    sole_centre_allocation as sole_centre_allocation_reference,
+    sole_centre_allocation_reference,
 )
 from biped_contact_sim.control.linalg_kernels import sole_centre_allocation
 from biped_contact_sim.control.wbc_kernels import C_G, N_CONSTS, N_SCAL, S_A2, S_AX, S_CX
@@ -348,7 +348,7 @@ class ComputedTorqueController(Controller):
         origin → centre offset). Returns c = null_basisᵀ (λ − λ₀) (null_basis orthonormal, so
         λ₀ + null_basis c = λ). Override to impose another law; ``None`` keeps λ₀. Compiled
         (``linalg_kernels.sole_centre_allocation``; its numpy reference
-        ``linalg.sole_centre_allocation`` where B Bᵀ is not positive definite).
+        ``linalg.sole_centre_allocation_reference`` where B Bᵀ is not positive definite).
         """
         rho = self.settings.cop_length
         if rho == 0.0 and shares is None:

@@ -14,7 +14,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg import lapack
 
-from biped_contact_sim.control.linalg import closed_chain as closed_chain_reference
+from biped_contact_sim.control.linalg import closed_chain_reference
 from biped_contact_sim.control.linalg_kernels import closed_chain as closed_chain_kernel
 from biped_contact_sim.errors import ConfigError
 
@@ -97,7 +97,7 @@ def constrained_inverse_dynamics(robot, data: pin.Data, q: np.ndarray, v: np.nda
         kd_stance: k_s of ``J_s v̇ + J̇_s v = −k_s J_s v`` (0: the rigid constraint, eq. 30).
         owner: if given, ``owner._Jb`` is set to J_b before ``internal`` is called.
         compiled: the closed chain's accelerations by ``linalg_kernels.closed_chain`` (default) or
-            by its numpy/LAPACK reference ``linalg.closed_chain`` (tests).
+            by its numpy/LAPACK reference ``linalg.closed_chain_reference`` (tests).
 
     Returns:
         The ``ConstrainedDynamics``.

@@ -262,7 +262,7 @@ class MultiContactBehavior(HandsBehavior):
     name = "multicontact"
     # The torso task stays off by default here. It used to step the torques by 30–50 N·m where
     # the prioritized solve switched between a Cholesky and a truncated pseudo-inverse; the
-    # damped solve (``linalg.damped_factors``) is continuous, and the rigid-contact Fig. 6
+    # damped solve (``linalg.damped_factors_reference``) is continuous, and the rigid-contact Fig. 6
     # sequence holds with it on (``test_wbc_multicontact``). In the world on penalty_fl the
     # panel force still dips by 41 N for one step at t = 9.687 s with it on — after smooth
     # torques, the same with the damping floor at 1e-6 or 1e-4: a contact event on the palm,

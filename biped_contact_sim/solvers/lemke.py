@@ -125,7 +125,7 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12, max_pivots: int | No
     max_pivots = default_max_pivots(n) if max_pivots is None else check_count(
         max_pivots, _WHO, "max_pivots")
     if reference:
-        return _lemke_numpy(A, b, d, pivot_tol, max_pivots, residual_tol)
+        return lemke_reference(A, b, d, pivot_tol, max_pivots, residual_tol)
     A, b, d = (np.ascontiguousarray(x) for x in (A, b, d))
     z, w = np.empty(n), np.empty(n)
     status, pivots, res = lemke_kernel(A, b, d, pivot_tol, max_pivots, residual_tol, z, w,
@@ -133,7 +133,7 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12, max_pivots: int | No
     return SolverResult(z, w, status == 0, STATUSES[status], pivots, res)
 
 
-def _lemke_numpy(A, b, d, pivot_tol, max_pivots, residual_tol) -> SolverResult:
+def lemke_reference(A, b, d, pivot_tol, max_pivots, residual_tol) -> SolverResult:
     """The numpy reference of :func:`lemke` (validated input)."""
     n = A.shape[0]
     if n == 0 or b.min() >= 0.0:  # z = 0 is a solution: w = b ≥ 0
