@@ -30,6 +30,8 @@ from functools import cache
 import numpy as np
 from scipy.linalg import lapack
 
+from biped_contact_sim.control.linalg_kernels import NULL_FLOOR
+
 _potrf, _potrs = lapack.dpotrf, lapack.dpotrs
 
 
@@ -164,12 +166,6 @@ def constrained_space_reference(Minv: np.ndarray, h: np.ndarray, J_s: np.ndarray
     G = psd_factor_reference(B[vi], rcond)
     T = whitening_reference(G)
     return D, B, a0, f0, G, T, np.dot(B, T), fallbacks
-
-
-#: relative floor below which a task direction leaves the null space only in part: a direction
-#: a task reaches with s² below ``NULL_FLOOR`` times its scale is numerically one that the
-#: levels above took (rounding leaves it ~1e-32), and stays free for the levels below
-NULL_FLOOR = 1e-12
 
 
 def damped_factors_reference(Jt: np.ndarray, c: float, c_null: float) -> tuple:

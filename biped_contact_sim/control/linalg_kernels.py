@@ -24,8 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from biped_contact_sim.control.linalg import NULL_FLOOR
 from biped_contact_sim.jit import F1, F2, F3, I1, F2s, b1, f8, i8, kernel, ro
+
+#: relative floor below which a task direction leaves the null space only in part: a direction
+#: a task reaches with s² below ``NULL_FLOOR`` times its scale is numerically one that the
+#: levels above took (rounding leaves it ~1e-32), and stays free for the levels below
+NULL_FLOOR = 1e-12
+
 
 
 @kernel((F2, f8, f8))
