@@ -98,7 +98,7 @@ def warm_and_dense(model, state):
                            model._params, model._warm.keys, model._warm.rows, keys, *out[0],
                            acc_kernel.MAX_FLIPS)
     G, b = state.delassus(model._all, s.drift_term)
-    acc_kernel.acceleration_lcp_kernels(G, b, vc, phi, state.mu, model._e, state.dt, model._D,
+    acc_kernel.acceleration_lcp_kernel(G, b, vc, phi, state.mu, model._e, state.dt, model._D,
                                        model._params, model._warm.keys, model._warm.rows, keys,
                                        out[1][0], np.empty(m, dtype=bool), out[1][1], out[1][2],
                                        True)
@@ -122,13 +122,12 @@ def assert_meets_fb_test(model, state, rows):
 @pytest.mark.parametrize("contacts", ["geometry", "points"])
 def test_warm_basis_on_the_factor_equals_the_dense_kernel(contacts):
     """On the steps of stand that the warm path solves (nearly all), its z meets
-    Fischer–Burmeister's test on the numpy LCP (``AccelerationLCPContact.build_lcp_reference``) and
-    its forces agree with the dense kernel's: to the conditioning of the ε-regularised friction
-    block
-    (cond ~ 1/ε: ~5e-10 relative seen) with equal statistics when both end in the same basis
-    (the same pivots and test; A_BB formed as Y_rᵀY_c instead of from G), and to 1e-6 when
-    rounding tips a pivot decision on a facet force at ~tol into another basis that also meets
-    the test (~2e-8 seen). Which of the two happens depends on the CPU's rounding, so the
+    Fischer–Burmeister's test on the numpy LCP (``AccelerationLCPContact.build_lcp_reference``)
+    and its forces agree with the dense kernel's: to the conditioning of the ε-regularised
+    friction block (cond ~ 1/ε: ~5e-10 relative seen) with equal statistics when both end in the
+    same basis (the same pivots and test; A_BB formed as Y_rᵀY_c instead of from G), and to 1e-6
+    when rounding tips a pivot decision on a facet force at ~tol into another basis that also
+    meets the test (~2e-8 seen). Which of the two happens depends on the CPU's rounding, so the
     test asserts the properties of each, not how often each occurs."""
     _, _, _, sim, _, control, *_ = build("stand", "acceleration_lcp", controller="joint_pd",
                                          sets={"contacts": contacts})

@@ -30,6 +30,7 @@ from biped_contact_sim.robot.model_kernels import (
     refresh_free_motion,
     unpack_views,
 )
+from biped_contact_sim.solvers.warm_start import KeyedRows
 
 _XYZ = np.arange(3)
 
@@ -255,6 +256,43 @@ class ContactModel(ABC):
     @abstractmethod
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
         """Contact forces at ``state``; ``commit`` is False for the extra RK4 stages."""
+
+
+class WarmStarted:
+    """Warm start per contact id of a model whose compiled step writes the rows of the next
+    one (``gauss_seidel``, ``time_stepping``): the stored rows (``_warm``), the buffers the next
+    step writes into (``_spare``, swapped with the stored ones at each commit: no allocation
+    per step) and every point's index (``_all``)."""
+
+    def _reset_warm(self, n_points: int, width: int) -> None:
+        self._warm = KeyedRows(width)
+        self._spare = (np.empty(n_points, dtype=np.int64), np.empty((n_points, width)))
+        self._all = np.arange(n_points)
+
+    def _step_buffers(self, state: ContactState, n_stats: int) -> tuple:
+        """(phi, vc, ids, f, active, stats, keys, rows) of a step: contiguous φ and v_c (one
+        compiled signature: a view is strided), the contact ids (every point's index without
+        them), and its outputs, new every step (the caller keeps the forces, the warm start
+        keeps keys and rows); ``reset`` first when the number of points changed."""
+        phi = np.ascontiguousarray(state.phi)
+        m_all = phi.shape[0]
+        if getattr(self, "_warm", None) is None or len(self._all) != m_all:
+            self.reset(m_all)
+        keys, rows = self._spare  # this step's warm-start rows: the buffers not in use
+        ids = getattr(state, "ids", None)
+        return (phi, np.ascontiguousarray(state.vc), self._all if ids is None else ids,
+                np.zeros((m_all, 3)), np.empty(m_all, dtype=np.bool_), np.empty(n_stats),
+                keys, rows)
+
+    def _commit_warm(self, keys: np.ndarray, rows: np.ndarray) -> None:
+        """Store the step's rows (``KeyedRows.store`` without its conversions); the rows it
+        held become the spare (the model's own arrays: nothing else keeps them)."""
+        warm, m_all = self._warm, len(keys)
+        if len(warm.keys) == m_all:
+            self._spare = warm.keys, warm.rows
+        else:
+            self._spare = np.empty(m_all, dtype=np.int64), np.empty_like(rows)
+        warm.keys, warm.rows = keys, rows
 
 
 def positive(name: str, value: float, allow_zero: bool = False) -> float:

@@ -72,6 +72,7 @@ from biped_contact_sim.contact.base import (
     ContactResult,
     ContactState,
     Stats,
+    WarmStarted,
     positive,
 )
 from biped_contact_sim.contact.gauss_seidel_kernels import (
@@ -81,7 +82,6 @@ from biped_contact_sim.contact.gauss_seidel_kernels import (
 )
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.solvers.lemke import RESIDUAL_TOL, STATUSES, default_max_pivots
-from biped_contact_sim.solvers.warm_start import KeyedRows
 
 
 def contact_keys(state: ContactState, idx: np.ndarray) -> np.ndarray:
@@ -216,7 +216,7 @@ class GaussSeidelSettings:
                                   "or false")
 
 
-class GaussSeidelContact(ContactModel):
+class GaussSeidelContact(ContactModel, WarmStarted):
     """Velocity-level exact-cone contact with LCP impacts: Chardonnet Alg. 1, docs/methods.md §2.3.
 
     Statistics per step: ``candidates``, ``system_size`` (3m of the Gauss–Seidel system),
@@ -234,13 +234,7 @@ class GaussSeidelContact(ContactModel):
     warning_stats = ("impact_failures", "solver_failures")
 
     def reset(self, n_points: int) -> None:
-        # Warm start: the last committed step-3 forces, per contact id.
-        self._warm = KeyedRows(3)
-        # The buffers the next step writes its warm-start rows into (swapped with the stored
-        # ones at each commit: no allocation per step).
-        self._spare = (np.empty(n_points, dtype=np.int64),
-                       np.empty((n_points, self._warm.width)))
-        self._all = np.arange(n_points)
+        self._reset_warm(n_points, 3)  # the last committed step-3 forces, per contact id
         s = self.settings  # as the kernel's parameter array
         self._params = np.array([s.margin, s.restitution, s.impact_velocity_threshold,
                                  s.stabilization, s.tolerance, s.max_sweeps, s.omega,
@@ -270,21 +264,11 @@ class GaussSeidelContact(ContactModel):
         return G, c
 
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
-        phi = np.ascontiguousarray(state.phi)  # one compiled signature (a view is strided)
-        m_all = phi.shape[0]
-        if getattr(self, "_warm", None) is None or len(self._all) != m_all:
-            self.reset(m_all)
-        # The outputs, new every step (the caller keeps the forces; the warm start keeps keys
-        # and rows). The Delassus matrix is made over every point: the kernel takes the
-        # candidates out of it (for the few points of a sole this costs less than selecting
-        # them first) and copies the contact ids into ``keys`` (``contact_keys`` of all points).
-        f = np.zeros((m_all, 3))
-        active = np.empty(m_all, dtype=np.bool_)
-        stats = np.empty(len(_GS_STATS))
-        keys, rows = self._spare  # this step's warm-start rows: the buffers not in use
-        ids = getattr(state, "ids", None)
-        ids = self._all if ids is None else ids
-        vc, packed, warm = np.ascontiguousarray(state.vc), state.packed, self._warm
+        # The Delassus matrix is made over every point: the kernel takes the candidates out of
+        # it (for the few points of a sole this costs less than selecting them first) and
+        # copies the contact ids into ``keys`` (``contact_keys`` of all points).
+        phi, vc, ids, f, active, stats, keys, rows = self._step_buffers(state, len(_GS_STATS))
+        packed, warm = state.packed, self._warm
         if packed is not None:  # G and b in the same compiled call
             gauss_seidel_from_packed(*packed, self.settings.drift_term, vc, phi, state.mu,
                                      state.dt, self._params, warm.keys, warm.rows, ids, f,
@@ -294,11 +278,5 @@ class GaussSeidelContact(ContactModel):
             gauss_seidel_contact_kernel(G, b, vc, phi, state.mu, state.dt, self._params,
                                         warm.keys, warm.rows, ids, f, active, keys, rows, stats)
         if commit:  # warm start from the step-3 forces only (impacts are not persistent)
-            # KeyedRows.store without its conversions; the rows it held become the spare (the
-            # model's own arrays: nothing else keeps them).
-            if len(warm.keys) == m_all:
-                self._spare = warm.keys, warm.rows
-            else:
-                self._spare = np.empty(m_all, dtype=np.int64), np.empty_like(rows)
-            warm.keys, warm.rows = keys, rows
+            self._commit_warm(keys, rows)
         return ContactResult(f, active, Stats(self.stat_names, stats))
