@@ -1,5 +1,5 @@
 """acceleration_lcp's warm basis: the pivoting re-solve against brute force, and the re-solve on
-the factor (contact/acceleration_lcp_warm.py) against the dense kernel and the numpy LCP.
+the factor (contact/acceleration_lcp_warm_kernels.py) against the dense kernel and the numpy LCP.
 """
 
 import itertools

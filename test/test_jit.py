@@ -97,7 +97,7 @@ def test_numba_cache_dir_holds_the_warm_up_and_later_processes_load_from_it(tmp_
     warm-up writes there, a later process compiles nothing."""
     code = """
         from biped_contact_sim import jit
-        print(jit.compile_module("biped_contact_sim.sim.world")["compiled"])
+        print(jit.compile_module("biped_contact_sim.sim.world_kernels")["compiled"])
         print(jit.cache_location())
     """
     first = run_python(code, tmp_path)
@@ -131,10 +131,10 @@ def test_warm_up_reports_a_kernel_that_does_not_compile_and_goes_on(tmp_path, mo
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
     lines: list[str] = []
-    done = jit.warm_up(["bad_kernels", "biped_contact_sim.sim.world"], jobs=1,
+    done = jit.warm_up(["bad_kernels", "biped_contact_sim.sim.world_kernels"], jobs=1,
                        report=lines.append)
     by_module = {r["module"]: r for r in done}
     assert "error" in by_module["bad_kernels"] and "TypingError" in by_module["bad_kernels"][
         "error"]
-    assert "error" not in by_module["biped_contact_sim.sim.world"]
+    assert "error" not in by_module["biped_contact_sim.sim.world_kernels"]
     assert any("FAILED" in line for line in lines)

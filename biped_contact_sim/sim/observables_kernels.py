@@ -265,7 +265,7 @@ def sole_wrenches(p, f_world, fn, placements, body_joint, sole, ranges, min_norm
 @kernel((F2,), error_model="numpy")
 def hull_2d(points):
     """Counter-clockwise convex hull of 2-D points (Andrew's monotone chain), the compiled
-    ``convex_hull``: points rounded to 1e-12 and deduplicated first, so collinear and repeated
+    ``hull_2d_reference``: points rounded to 1e-12 and deduplicated first, so collinear and repeated
     points give the same hull."""
     n = points.shape[0]
     pts = np.empty((n, 2))
@@ -304,7 +304,7 @@ def hull_2d(points):
 
 @kernel((F1, F2, f8), error_model="numpy")
 def in_polygon(point, polygon, tol):
-    """The compiled ``point_in_polygon`` (counter-clockwise convex polygon, or a segment or a
+    """The compiled ``in_polygon_reference`` (counter-clockwise convex polygon, or a segment or a
     point)."""
     n = polygon.shape[0]
     if n == 0:
