@@ -57,28 +57,30 @@ def ro(array_type: nt.Array) -> nt.Array:
 #: so that two processes finish together). ``test_jit`` checks that the list is complete.
 KERNEL_MODULES = (
     "biped_contact_sim.sim.collision_kernels",
-    "biped_contact_sim.contact.acceleration_lcp_kernel",
-    "biped_contact_sim.contact.time_stepping_kernel",
+    "biped_contact_sim.contact.acceleration_lcp_kernels",
+    "biped_contact_sim.contact.time_stepping_kernels",
     "biped_contact_sim.control.wbc_kernels",
     "biped_contact_sim.control.ctc_kernels",
-    "biped_contact_sim.control.kernels",
+    "biped_contact_sim.control.internal_forces_kernels",
+    "biped_contact_sim.control.walking_kernels",
+    "biped_contact_sim.control.body_tasks_kernels",
     "biped_contact_sim.control.linalg_kernels",
-    "biped_contact_sim.sim.contact_geometry",
-    "biped_contact_sim.contact.gauss_seidel",
-    "biped_contact_sim.contact.penalty_fl",
-    "biped_contact_sim.contact.acceleration_lcp_warm",
-    "biped_contact_sim.robot.kernels",
-    "biped_contact_sim.sim.observables",
-    "biped_contact_sim.solvers.lemke_kernel",
-    "biped_contact_sim.solvers.gauss_seidel_kernel",
-    "biped_contact_sim.solvers.fischer_burmeister_kernel",
-    "biped_contact_sim.contact.spring_damper",
-    "biped_contact_sim.contact.base",
-    "biped_contact_sim.solvers.warm_start",
-    "biped_contact_sim.sim.world",
-    "biped_contact_sim.sim.integrator",
-    "biped_contact_sim.sim.step_energy",
-    "biped_contact_sim.session.accounting",
+    "biped_contact_sim.sim.contact_geometry_kernels",
+    "biped_contact_sim.contact.gauss_seidel_kernels",
+    "biped_contact_sim.contact.penalty_fl_kernels",
+    "biped_contact_sim.contact.acceleration_lcp_warm_kernels",
+    "biped_contact_sim.robot.model_kernels",
+    "biped_contact_sim.sim.observables_kernels",
+    "biped_contact_sim.solvers.lemke_kernels",
+    "biped_contact_sim.solvers.gauss_seidel_kernels",
+    "biped_contact_sim.solvers.fischer_burmeister_kernels",
+    "biped_contact_sim.contact.spring_damper_kernels",
+    "biped_contact_sim.contact.base_kernels",
+    "biped_contact_sim.solvers.warm_start_kernels",
+    "biped_contact_sim.sim.world_kernels",
+    "biped_contact_sim.sim.integrator_kernels",
+    "biped_contact_sim.sim.step_energy_kernels",
+    "biped_contact_sim.session.accounting_kernels",
 )
 
 #: module name → its kernels (dispatchers), in declaration order
@@ -231,7 +233,7 @@ def cache_location() -> str:
     explicit = os.environ.get("NUMBA_CACHE_DIR")
     if explicit:
         return explicit
-    name = "biped_contact_sim.sim.world"  # any kernel module: they share one locator rule
+    name = "biped_contact_sim.sim.world_kernels"  # any kernel module: they share one locator rule
     module = importlib.import_module(name)
     package = os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
     for disp in KERNELS.get(name, []):

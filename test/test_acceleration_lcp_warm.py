@@ -1,5 +1,5 @@
 """acceleration_lcp's warm basis: the pivoting re-solve against brute force, and the re-solve on
-the factor (contact/acceleration_lcp_warm.py) against the dense kernel and the numpy LCP.
+the factor (contact/acceleration_lcp_warm_kernels.py) against the dense kernel and the numpy LCP.
 """
 
 import itertools
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from test_constraint_models import box_on_plane
 
-from biped_contact_sim.contact import acceleration_lcp_kernel as acc_kernel
-from biped_contact_sim.contact.acceleration_lcp_warm import SOLVED, warm_basis_step
-from biped_contact_sim.robot.kernels import unpack
+from biped_contact_sim.contact import acceleration_lcp_kernels as acc_kernel
+from biped_contact_sim.contact.acceleration_lcp_warm_kernels import SOLVED, warm_basis_step
+from biped_contact_sim.robot.model_kernels import unpack
 from biped_contact_sim.session.builder import build
 from biped_contact_sim.session.config import SimConfig
-from biped_contact_sim.solvers.lemke_kernel import basis_solve, pivoting_basis_solve
+from biped_contact_sim.solvers.lemke_kernels import basis_solve, pivoting_basis_solve
 
 
 def brute_force(A, b):
@@ -108,12 +108,13 @@ def warm_and_dense(model, state):
 
 def assert_meets_fb_test(model, state, rows):
     """z of the warm path's rows meets Fischer–Burmeister's test ``‖Φ‖∞ ≤ tol`` on the numpy LCP
-    (``AccelerationLCPContact.lcp``) of its active points (the candidates: no impacts)."""
+    (``AccelerationLCPContact.build_lcp_reference``) of its active points (the candidates: no
+    impacts)."""
     s = model.settings
     d = s.directions
     idx = np.flatnonzero(state.phi + state.dt * np.minimum(state.vc[:, 2], 0.0) <= s.margin)
     sticking = rows[idx, 2 * (2 + d)] != 0.0
-    A, q, _, _ = model.lcp(state, idx, state.vc[idx], sticking)
+    A, q, _, _ = model.build_lcp_reference(state, idx, state.vc[idx], sticking)
     st = idx[sticking]
     z = np.concatenate([rows[idx, 0], rows[st, 1:1 + d].ravel(), rows[st, 1 + d]])
     assert fb_norm(A, q, z) <= 2 * s.tolerance * max(1.0, np.abs(q).max())
@@ -122,12 +123,12 @@ def assert_meets_fb_test(model, state, rows):
 @pytest.mark.parametrize("contacts", ["geometry", "points"])
 def test_warm_basis_on_the_factor_equals_the_dense_kernel(contacts):
     """On the steps of stand that the warm path solves (nearly all), its z meets
-    Fischer–Burmeister's test on the numpy LCP (``AccelerationLCPContact.lcp``) and its forces
-    agree with the dense kernel's: to the conditioning of the ε-regularised friction block
-    (cond ~ 1/ε: ~5e-10 relative seen) with equal statistics when both end in the same basis
-    (the same pivots and test; A_BB formed as Y_rᵀY_c instead of from G), and to 1e-6 when
-    rounding tips a pivot decision on a facet force at ~tol into another basis that also meets
-    the test (~2e-8 seen). Which of the two happens depends on the CPU's rounding, so the
+    Fischer–Burmeister's test on the numpy LCP (``AccelerationLCPContact.build_lcp_reference``)
+    and its forces agree with the dense kernel's: to the conditioning of the ε-regularised
+    friction block (cond ~ 1/ε: ~5e-10 relative seen) with equal statistics when both end in the
+    same basis (the same pivots and test; A_BB formed as Y_rᵀY_c instead of from G), and to 1e-6
+    when rounding tips a pivot decision on a facet force at ~tol into another basis that also
+    meets the test (~2e-8 seen). Which of the two happens depends on the CPU's rounding, so the
     test asserts the properties of each, not how often each occurs."""
     built = build(SimConfig.from_sets("stand", "acceleration_lcp", controller="joint_pd",
                                       sets={"contacts": contacts}))

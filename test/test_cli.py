@@ -240,12 +240,12 @@ def test_compare_writes_table_and_plots(tmp_path):
 
 
 def test_plots_make_no_extra_runs_unless_paper_figures(tmp_path, monkeypatch):
-    from biped_contact_sim.cli import plots
+    from biped_contact_sim.cli import plots, plots_paper
     from biped_contact_sim.session.runner import run_scenario
 
     result = run_scenario("ramp", duration=0.2)
     calls = []
-    monkeypatch.setattr(plots, "run", lambda *a, **k: calls.append(a) or result)
+    monkeypatch.setattr(plots_paper, "run", lambda *a, **k: calls.append(a) or result)
     names = {p.name for p in plots.make_plots(result, tmp_path)}
     assert calls == [] and {"ramp_stick_slip.png", "energy.png"} <= names
     plots.make_plots(result, tmp_path, extra_runs=True)
@@ -253,10 +253,10 @@ def test_plots_make_no_extra_runs_unless_paper_figures(tmp_path, monkeypatch):
 
 
 def test_plot_units_follow_the_magnitudes():
-    from biped_contact_sim.cli import plots
+    from biped_contact_sim.cli import plots_common, plots_control
 
-    assert plots._length_unit(np.array([-9e-7, 0.0])) == (1e6, "µm")
-    assert plots._length_unit(np.array([-2e-3, 0.5])) == (1e3, "mm")
-    assert plots._internal_force_label("tension_left_foot_right_foot")[1] == "N"
-    title, unit, _ = plots._internal_force_label("m_cop_left_foot_x")
+    assert plots_common._length_unit(np.array([-9e-7, 0.0])) == (1e6, "µm")
+    assert plots_common._length_unit(np.array([-2e-3, 0.5])) == (1e3, "mm")
+    assert plots_control._internal_force_label("tension_left_foot_right_foot")[1] == "N"
+    title, unit, _ = plots_control._internal_force_label("m_cop_left_foot_x")
     assert unit == "N·m" and "left CoP" in title

@@ -14,9 +14,9 @@ import pytest
 
 from biped_contact_sim.contact import CONTACT_MODELS, ContactState, make_contact_model
 from biped_contact_sim.contact import acceleration_lcp as acc
-from biped_contact_sim.contact import acceleration_lcp_kernel as acc_kernel
+from biped_contact_sim.contact import acceleration_lcp_kernels as acc_kernel
 from biped_contact_sim.contact import time_stepping as ts
-from biped_contact_sim.contact import time_stepping_kernel as tsk
+from biped_contact_sim.contact import time_stepping_kernels as tsk
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.robot.config import ContactBodyConfig, load_robot_config
@@ -185,7 +185,7 @@ def test_time_stepping_lcp_size_is_m_times_2_plus_d(d):
     contact, state = standing_state("time_stepping", {"contact.directions": d})
     m = state.n_points
     assert m == 8 and np.all(state.phi <= contact.settings.margin)
-    A, q = contact.lcp(state)
+    A, q = contact.build_lcp_reference(state)
     assert A.shape == (m * (2 + d), m * (2 + d)) and q.shape == (m * (2 + d),)
 
 
@@ -392,7 +392,7 @@ def test_compiled_lcp_builders_equal_the_numpy_forms():
     b = b - state.gamma_c
     for d in (4, 8):
         model = ts.TimeSteppingContact(directions=d)
-        A, q = model.lcp(state)
+        A, q = model.build_lcp_reference(state)
         A2, q2 = np.empty_like(A), np.empty_like(q)
         eps = model.settings.regularization * np.mean(np.diag(G))
         tsk.build_lcp_kernel(G, b, state.vc, np.ascontiguousarray(state.phi), state.mu,
@@ -403,7 +403,7 @@ def test_compiled_lcp_builders_equal_the_numpy_forms():
         vc = state.vc.copy()
         vc[1, 0] += 0.1  # one point slides
         for sticking in (np.ones(4, bool), np.array([True, False, True, True])):
-            A, q, _, _ = model.lcp(state, idx, vc, sticking)
+            A, q, _, _ = model.build_lcp_reference(state, idx, vc, sticking)
             A2, q2 = np.empty_like(A), np.empty_like(q)
             acc_kernel.build_lcp_kernel(G, b, vc, np.ascontiguousarray(state.phi), state.mu,
                                         sticking, state.dt, ts.friction_directions(d),
@@ -490,7 +490,7 @@ def test_warm_basis_solve_equals_the_lemke_kernel_basis_solve():
     of the basis slides (the same LU), to the conditioning of A_BB where none does (Cholesky);
     w and the residual to rounding."""
     from biped_contact_sim.solvers.lemke import lemke
-    from biped_contact_sim.solvers.lemke_kernel import basis_solve
+    from biped_contact_sim.solvers.lemke_kernels import basis_solve
 
     rng = np.random.default_rng(8)
     sims = [build(SimConfig.from_sets("stand", "time_stepping", sets={"contacts": c})).sim

@@ -1,6 +1,6 @@
 """The control layer's fast paths against their references.
 
-* compiled kernels (control/kernels.py) against numpy/pinocchio: point Jacobians and drifts
+* compiled kernels (control/*_kernels.py) against numpy/pinocchio: point Jacobians and drifts
   against pinocchio's own frame velocity and acceleration, W_com / W_int against the grasp
   module's numpy builders, sole wrenches against ``sole_wrench_at``, the joint-reference
   Hermite against scipy's ``CubicHermiteSpline``, the compiled task-priority recursion
@@ -22,7 +22,7 @@ import pinocchio as pin
 import pytest
 from scipy.interpolate import CubicHermiteSpline
 
-from biped_contact_sim.control import kernels
+from biped_contact_sim.control import body_tasks_kernels, internal_forces_kernels, walking_kernels
 from biped_contact_sim.control import linalg as la
 from biped_contact_sim.control import linalg_kernels as lk
 from biped_contact_sim.control.grasp import (
@@ -65,7 +65,7 @@ def test_point_rows_against_pinocchio(robot):
         acc = pin.getFrameClassicalAcceleration(model, data, fid, LWA)
         w = pin.getFrameVelocity(model, data, fid, LWA).angular
         J_out, drift = np.empty((6, model.nv)), np.empty(6)
-        kernels.point_rows(J, acc.vector, v, r, J_out, drift)
+        body_tasks_kernels.point_rows(J, acc.vector, v, r, J_out, drift)
         J_ref = J.copy()
         J_ref[:3] -= pin.skew(r) @ J[3:]
         np.testing.assert_allclose(J_out, J_ref, atol=1e-12)
@@ -81,25 +81,25 @@ def test_geometry_kernels_against_numpy():
         R = np.array([_rotation(rng) for _ in range(n_s)])
         com = rng.normal(size=3)
         W = np.empty((6, 6 * n_s))
-        kernels.surface_resultant(P, com, W)
+        internal_forces_kernels.surface_resultant(P, com, W)
         ref = resultant_map(tuple(ContactAnchor(P[i], R[i]) for i in range(n_s)), com)
         np.testing.assert_allclose(W, ref, atol=1e-12)
         spec = [(TENSION, i, j) for i in range(n_s) for j in range(i + 1, n_s)]
         spec += [(MOMENT, i, a) for i in range(n_s) for a in range(3)]
         offsets = np.arange(n_s, dtype=np.int64) * 6
         W_int = np.empty((len(spec), 6 * n_s))
-        assert kernels.linkage(np.array(spec, dtype=np.int64), P, R, offsets, W_int)
+        assert internal_forces_kernels.linkage(np.array(spec, dtype=np.int64), P, R, offsets, W_int)
         np.testing.assert_allclose(W_int, linkage_rows(spec, P, R, offsets, 6 * n_s),
                                    atol=1e-12)
         w_sole = rng.normal(size=(n_s, 6))
         origins = rng.normal(size=(n_s, 3))
         out = np.empty(6 * n_s)
-        kernels.wrenches_at(w_sole, R, origins, P, out)
+        internal_forces_kernels.wrenches_at(w_sole, R, origins, P, out)
         ref = np.concatenate([sole_wrench_at(w_sole[i], R[i], origins[i], P[i])
                               for i in range(n_s)])
         np.testing.assert_allclose(out, ref, atol=1e-12)
     same = np.zeros((2, 3))
-    assert not kernels.linkage(np.array([[TENSION, 0, 1]], dtype=np.int64), same,
+    assert not internal_forces_kernels.linkage(np.array([[TENSION, 0, 1]], dtype=np.int64), same,
                                np.array([np.eye(3)] * 2), np.array([0, 6], dtype=np.int64),
                                np.empty((1, 12)))
 
@@ -111,7 +111,7 @@ def test_hermite_against_scipy():
     for k in (0, 1, 2):
         for tau in (0.0, 0.3, 0.77, 1.0):
             out = np.empty((3, 7))
-            kernels.hermite(q, v, a, k, tau, dt, *out)
+            walking_kernels.hermite(q, v, a, k, tau, dt, *out)
             spline = CubicHermiteSpline([0.0, dt], q[k:k + 2], v[k:k + 2])
             np.testing.assert_allclose(out[0], spline(tau * dt), atol=1e-12)
             np.testing.assert_allclose(out[1], spline(tau * dt, 1), atol=1e-9)
@@ -125,19 +125,19 @@ def test_psd_factor_and_whitening():
     for n, r in ((14, 8), (14, 14), (9, 1), (26, 8)):
         A = rng.normal(size=(n, r))
         X = A @ A.T
-        G = la.psd_factor(X, 1e-10)
+        G = la.psd_factor_reference(X, 1e-10)
         assert G.shape == (n, r)
         np.testing.assert_allclose(G @ G.T, X, atol=1e-10 * np.abs(X).max())
-        T = la.whitening(G)
+        T = la.whitening_reference(G)
         np.testing.assert_allclose(T @ T.T, np.linalg.pinv(X, hermitian=True), atol=1e-8)
         np.testing.assert_allclose(T.T @ X @ T, np.eye(r), atol=1e-9)
         Gc = lk.psd_factor(X, 1e-10)
         np.testing.assert_allclose(Gc, G, rtol=0.0, atol=1e-12 * np.abs(G).max())
         np.testing.assert_allclose(lk.whitening(Gc), T, rtol=0.0, atol=1e-10 * np.abs(T).max())
-    assert la.psd_factor(np.zeros((3, 3)), 1e-10).shape == (3, 0)
+    assert la.psd_factor_reference(np.zeros((3, 3)), 1e-10).shape == (3, 0)
     assert lk.psd_factor(np.zeros((3, 3)), 1e-10).shape == (3, 0)
-    assert la.cholesky(np.diag([1.0, 1e-12]), 1e-8) is None
-    assert la.cholesky(np.diag([1.0, -1.0]), 1e-8) is None
+    assert la.cholesky_reference(np.diag([1.0, 1e-12]), 1e-8) is None
+    assert la.cholesky_reference(np.diag([1.0, -1.0]), 1e-8) is None
 
 
 def _projector_cascade(tasks, Phi, rcond=1e-8):
@@ -161,8 +161,8 @@ def _projector_cascade(tasks, Phi, rcond=1e-8):
 
 
 def _whitened(tasks, Phi, damping=1e-8, compiled=False):
-    G = la.psd_factor(Phi, 1e-8)
-    T = la.whitening(G)
+    G = la.psd_factor_reference(Phi, 1e-8)
+    T = la.whitening_reference(G)
     sizes = [len(e) for _, e in tasks[:-1]]
     J_up = np.vstack([Phi_k @ T for Phi_k, _ in tasks[:-1]]) if sizes else np.zeros((0, len(T.T)))
     e_up = np.concatenate([e for _, e in tasks[:-1]]) if sizes else np.zeros(0)
@@ -171,7 +171,7 @@ def _whitened(tasks, Phi, damping=1e-8, compiled=False):
         y, damped = lk.prioritized(J_up, e_up, np.array(sizes, dtype=np.int64), *args[3:],
                                    np.zeros((0, len(T.T))), np.zeros(0))
     else:
-        y, damped = la.prioritized(*args)
+        y, damped = la.prioritized_reference(*args)
     return T @ y, damped
 
 
@@ -284,7 +284,7 @@ def test_constrained_space_against_reference(robot_name, supports):
         for _ in range(3):
             Minv, h, J_s, gamma = _support_problem(robot, names, rng)
             ok, D, B, a0, f0 = lk.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)
-            ref = la.constrained_space(Minv, h, J_s, gamma, vi, 1e-9)
+            ref = la.constrained_space_reference(Minv, h, J_s, gamma, vi, 1e-9)
             assert ok and ref[-1] == 0
             Dr, Br, a0r, f0r, Gr, Tr, BTr, _ = ref
             G = lk.psd_factor(np.ascontiguousarray(B[vi]), 1e-9)
@@ -300,7 +300,8 @@ def test_constrained_space_against_reference(robot_name, supports):
                 W_int = rng.normal(size=(6 * (len(names) - 1), 6 * len(names)))
                 f_cmd, f_task = rng.normal(size=len(W_int)), rng.normal(size=6 * len(names))
                 d_tau, damped = lk.internal_force_torques(W_int, D, G, T, f_cmd, f_task, 1e-8)
-                d_ref, damped_r = la.internal_force_torques(W_int, Dr, Gr, Tr, f_cmd, f_task,
+                d_ref, damped_r = la.internal_force_torques_reference(W_int, Dr, Gr, Tr, f_cmd,
+                                                                      f_task,
                                                             1e-8)
                 assert not damped and not damped_r
                 np.testing.assert_allclose(d_tau, d_ref, rtol=1e-8,
@@ -314,7 +315,7 @@ def test_compiled_paths_refuse_a_singular_support():
     Minv, h, J_s, gamma = _support_problem(robot, ("left_foot", "left_foot"),
                                            np.random.default_rng(2))
     assert not lk.constrained_space(Minv, h, J_s, gamma, 6, 1e-9)[0]
-    assert la.constrained_space(Minv, h, J_s, gamma, slice(6, robot.nv), 1e-9)[-1] == 1
+    assert la.constrained_space_reference(Minv, h, J_s, gamma, slice(6, robot.nv), 1e-9)[-1] == 1
 
 
 @pytest.mark.parametrize("robot_name,supports", [
@@ -332,7 +333,7 @@ def test_task_torques_against_reference(robot_name, supports):
     for names in supports:
         for _ in range(3):
             Minv, h, J_s, gamma = _support_problem(robot, names, rng)
-            D, B, a0, f0, G, T, _, _ = la.constrained_space(Minv, h, J_s, gamma, vi, 1e-9)
+            D, B, a0, f0, G, T, _, _ = la.constrained_space_reference(Minv, h, J_s, gamma, vi, 1e-9)
             if D is None:
                 D, f0 = np.zeros((0, n)), np.zeros(0)
             B, D = np.ascontiguousarray(B), np.ascontiguousarray(D)
@@ -348,7 +349,8 @@ def test_task_torques_against_reference(robot_name, supports):
                 tau, lev = lk.task_torques(
                     B, G, T, D, f0, a0, 6, J_up, e_up, np.array(sizes, dtype=np.int64), i_am,
                     w_am, 0.3, e_post, Jf, Ff, 1e-8)
-                tau_r, lev_r = la.task_torques(B, G, T, D, f0, a0, vi, J_up, e_up, sizes, i_am,
+                tau_r, lev_r = la.task_torques_reference(B, G, T, D, f0, a0, vi, J_up, e_up, sizes,
+                                                         i_am,
                                                w_am, 0.3, e_post, Jf, Ff, 1e-8)
                 assert lev == lev_r
                 np.testing.assert_allclose(tau, tau_r, rtol=1e-10,
@@ -381,11 +383,11 @@ def test_sole_centre_allocation_against_reference(rows):
             rotations = np.array([_rotation(rng) for _ in range(2)])
             centres = rng.normal(size=(2, 3)) * 0.05
             fr = [i for i, r in enumerate(rows) if r < 3]
-            ok, c = kernels.sole_centre_allocation(
+            ok, c = lk.sole_centre_allocation(
                 lam0, Jb, null_basis, rotations, centres, rho,
                 np.zeros(0) if shares is None else shares, np.array(rows, dtype=np.int64),
                 np.array(fr, dtype=np.int64))
-            ref = la.sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho,
+            ref = la.sole_centre_allocation_reference(lam0, Jb, null_basis, rotations, centres, rho,
                                             shares, list(rows), fr)
             assert ok
             np.testing.assert_allclose(c, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
@@ -409,8 +411,8 @@ def test_closed_chain_against_reference(k_rows, nb, nj):
         if trial % 10 == 2:  # J_a too: nothing left to the joints for one direction
             Js[:, nb:] = 0.0
         gamma, a_des = rng.normal(size=k_rows), rng.normal(size=nj)
-        got = kernels.closed_chain(Js, gamma, a_des, vi, nb, 1e-10)
-        want = la.closed_chain(Js, gamma, a_des, vi, nb, 1e-10)
+        got = lk.closed_chain(Js, gamma, a_des, vi, nb, 1e-10)
+        want = la.closed_chain_reference(Js, gamma, a_des, vi, nb, 1e-10)
         assert got[0] == want[0]
         if not want[0]:
             refused += 1
@@ -425,7 +427,7 @@ def test_closed_chain_against_reference(k_rows, nb, nj):
 def test_closed_chain_on_captured_walk_states():
     """constrained_inverse_dynamics with the compiled closed chain and with its reference give
     the same v̇, τ and λ (1e-10) along a walk under ctc, single and double support."""
-    from biped_contact_sim.control.ctc import constrained_inverse_dynamics
+    from biped_contact_sim.control.ctc_dynamics import constrained_inverse_dynamics
     from biped_contact_sim.session.config import SimConfig
     from biped_contact_sim.session.runner import Run
 

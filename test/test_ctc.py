@@ -13,7 +13,7 @@ import pytest
 
 from biped_contact_sim.control import Measurement, Reference, make_behavior, make_controller
 from biped_contact_sim.control.base import Behavior
-from biped_contact_sim.control.planar_gait import PlanarGaitParams, hermite
+from biped_contact_sim.control.planar_gait_plan import PlanarGaitParams, hermite
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
 

@@ -421,7 +421,7 @@ def test_fischer_burmeister_kernel_equals_reference_on_captured_problems():
         for sticking in (np.ones(len(idx), bool), np.arange(len(idx)) % 2 == 0):
             vc = state.vc.copy()
             vc[~sticking, 0] += 0.05  # sliding points need a slip direction
-            A, q, _, _ = model.lcp(state, idx, vc, sticking)
+            A, q, _, _ = model.build_lcp_reference(state, idx, vc, sticking)
             assert_same_fb(A, q, tol=1e-10 * max(1.0, np.abs(q).max()))
-        A, q = TimeSteppingContact(regularization=1e-9).lcp(state, idx)
+        A, q = TimeSteppingContact(regularization=1e-9).build_lcp_reference(state, idx)
         assert_same_fb(A, q, tol=1e-12 * np.abs(q).max(), max_iter=200)

@@ -46,6 +46,12 @@ def test_every_compiled_function_is_a_declared_kernel_in_a_listed_module():
         assert module in found, module
 
 
+def test_kernel_modules_are_named_by_their_role():
+    """docs/architecture.md, "Compiled kernels: naming": kernels live in ``<role>_kernels.py``."""
+    for module in jit.KERNEL_MODULES:
+        assert module.endswith("_kernels"), module
+
+
 def test_the_scenarios_compile_nothing_beyond_the_declared_signatures():
     """Runs of every contact model in both contact modes, RK4 and pushes included, leave every
     kernel with exactly its declared overloads (and unable to compile others)."""
@@ -67,7 +73,7 @@ def test_the_scenarios_compile_nothing_beyond_the_declared_signatures():
 
 
 def test_a_call_of_another_array_type_is_refused_not_compiled():
-    from biped_contact_sim.sim.world import frame_from_normal
+    from biped_contact_sim.sim.world_kernels import frame_from_normal
 
     frame_from_normal(np.array([0.0, 0.0, 1.0]))  # declared: a float64 vector
     with pytest.raises(TypeError, match="No matching definition"):
@@ -86,7 +92,7 @@ def test_numba_cache_dir_holds_the_warm_up_and_later_processes_load_from_it(tmp_
     warm-up writes there, a later process compiles nothing."""
     code = """
         from biped_contact_sim import jit
-        print(jit.compile_module("biped_contact_sim.sim.world")["compiled"])
+        print(jit.compile_module("biped_contact_sim.sim.world_kernels")["compiled"])
         print(jit.cache_location())
     """
     first = run_python(code, tmp_path)
@@ -120,10 +126,10 @@ def test_warm_up_reports_a_kernel_that_does_not_compile_and_goes_on(tmp_path, mo
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
     lines: list[str] = []
-    done = jit.warm_up(["bad_kernels", "biped_contact_sim.sim.world"], jobs=1,
+    done = jit.warm_up(["bad_kernels", "biped_contact_sim.sim.world_kernels"], jobs=1,
                        report=lines.append)
     by_module = {r["module"]: r for r in done}
     assert "error" in by_module["bad_kernels"] and "TypingError" in by_module["bad_kernels"][
         "error"]
-    assert "error" not in by_module["biped_contact_sim.sim.world"]
+    assert "error" not in by_module["biped_contact_sim.sim.world_kernels"]
     assert any("FAILED" in line for line in lines)

@@ -1,7 +1,8 @@
 """The compiled hot path against its references.
 
-* robot terms: ``TermsWorkspace`` + ``robot.kernels`` against ``RobotModel.terms`` (pinocchio's
-  point frames, itself tested against finite differences in test_robot_model) and a dense M⁻¹;
+* robot terms: ``TermsWorkspace`` + ``robot.model_kernels`` against ``RobotModel.terms``
+  (pinocchio's point frames, itself tested against finite differences in test_robot_model)
+  and a dense M⁻¹;
 * penalty_fl: the compiled eqs. 17–20 against the numpy implementation (LAPACK's pivoted
   Cholesky), on random problems and on states captured from runs;
 * spring_damper: the compiled law against the numpy one; anchors follow contact ids.
@@ -12,7 +13,7 @@ import pinocchio as pin
 import pytest
 
 from biped_contact_sim.contact import ContactState, make_contact_model
-from biped_contact_sim.contact.penalty_fl import min_norm_kernel
+from biped_contact_sim.contact.penalty_fl_kernels import min_norm_kernel
 from biped_contact_sim.robot import RobotModel
 from biped_contact_sim.session.builder import build
 from biped_contact_sim.session.config import SimConfig
@@ -209,7 +210,8 @@ def test_rk4_and_euler_steps_use_the_same_terms():
 
 
 def test_convex_hull_kernel_equals_the_reference():
-    from biped_contact_sim.sim.observables import convex_hull, hull_2d, in_polygon, point_in_polygon
+    from biped_contact_sim.sim.observables import hull_2d_reference, in_polygon_reference
+    from biped_contact_sim.sim.observables_kernels import hull_2d, in_polygon
 
     rng = np.random.default_rng(0)
     for trial in range(500):
@@ -217,10 +219,10 @@ def test_convex_hull_kernel_equals_the_reference():
         pts = rng.standard_normal((n, 2)).round(int(rng.integers(0, 3)))  # repeats, ties
         if trial % 3 == 0:
             pts[:, 1] = 2 * pts[:, 0]  # collinear
-        want, got = convex_hull(pts), hull_2d(pts)
+        want, got = hull_2d_reference(pts), hull_2d(pts)
         assert np.array_equal(got, want)
         q = rng.standard_normal(2)
-        assert in_polygon(q, got, 1e-6) == point_in_polygon(q, want, 1e-6)
+        assert in_polygon(q, got, 1e-6) == in_polygon_reference(q, want, 1e-6)
 
 
 @pytest.mark.parametrize(("scenario", "model"), [("stand", "penalty_fl"),
@@ -279,7 +281,8 @@ def test_geometry_wrenches_kernel_equals_the_numpy_reference_on_random_problems(
     """Sole and per-body wrenches of geometry contacts (a changing number of contacts, any
     normals, bodies on either side, free objects after the robot's joints): compiled equals
     numpy to 1e-10."""
-    from biped_contact_sim.sim.observables import geometry_wrenches, geometry_wrenches_reference
+    from biped_contact_sim.sim.observables import geometry_wrenches_reference
+    from biped_contact_sim.sim.observables_kernels import geometry_wrenches
 
     rng = np.random.default_rng(3)
     for _ in range(300):
@@ -496,7 +499,7 @@ def test_models_from_the_step_buffer_equal_their_delassus_path(model, contacts):
     exactly the forces, active set and statistics of the model's kernel on
     ``state.delassus``, on states captured along a ``stand`` run (touch-down and rest).
     acceleration_lcp's packed call re-solves the warm basis on the factor without forming G
-    (contact/acceleration_lcp_warm.py): the same LCP solution, to rounding amplified by the
+    (contact/acceleration_lcp_warm_kernels.py): the same LCP solution, to rounding amplified by the
     ε-regularised friction block (test_acceleration_lcp_warm), so there to 1e-8 relative and
     equal statistics but the residual."""
     built = build(SimConfig.from_sets("stand", model, controller="joint_pd",
@@ -580,10 +583,10 @@ def test_lean_step_equals_the_general_step(scenario, model, contacts):
 
 
 def test_points_step_equals_step_terms():
-    """``robot.kernels.points_step`` (packed fixed arrays, all joints' stacked placements,
+    """``robot.model_kernels.points_step`` (packed fixed arrays, all joints' stacked placements,
     outputs into given buffers) gives ``step_terms``'s numbers bit for bit, at random states
     and torques beyond the limits."""
-    from biped_contact_sim.robot.kernels import (
+    from biped_contact_sim.robot.model_kernels import (
         points_positions,
         points_step,
         points_views,
@@ -619,7 +622,7 @@ def test_points_step_equals_step_terms():
 def test_euler_into_equals_euler_step():
     """``euler_into`` (one output buffer, forces of any layout) gives ``euler_step``'s v̇, v⁺,
     J_c v⁺, max|v⁺| and numpy's dt·v⁺ bit for bit."""
-    from biped_contact_sim.robot.kernels import euler_into, euler_step
+    from biped_contact_sim.robot.model_kernels import euler_into, euler_step
 
     built = build(SimConfig.from_sets("stand", "penalty_fl", controller="joint_pd",
                                       sets={"contacts": "geometry"}))

@@ -340,7 +340,7 @@ def captured_time_stepping_lcps():
             tau_free=data[f"{name}_tau_free"], p_tangent=np.zeros((len(data[f"{name}_phi"]), 2)),
             mu=data[f"{name}_mu"])
         for eps in (1e-9, 1e-6):
-            A, q = TimeSteppingContact(regularization=eps).lcp(state)
+            A, q = TimeSteppingContact(regularization=eps).build_lcp_reference(state)
             yield name, eps, A, q
 
 
@@ -373,7 +373,7 @@ def test_captured_lcps_are_solved_to_the_tolerance_or_named():
 def test_lu_solves_equal_numpy_and_refuse_singular_blocks():
     """``lu_solve_inplace`` on the leading k × k block and ``lu_solve`` against numpy's solve;
     an exactly singular block is refused (False), as is a non-finite result."""
-    from biped_contact_sim.solvers.lemke_kernel import basis_block, lu_solve, lu_solve_inplace
+    from biped_contact_sim.solvers.lemke_kernels import basis_block, lu_solve, lu_solve_inplace
 
     rng = np.random.default_rng(11)
     for k in (1, 3, 12, 40):

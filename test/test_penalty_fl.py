@@ -87,7 +87,7 @@ def test_left_looking_pivoted_cholesky_equals_lapack_dpstrf():
     soles: near-tied pivots, which round-off orders differently) its rank and a factor of G."""
     from scipy.linalg import lapack
 
-    from biped_contact_sim.contact.penalty_fl import pivoted_cholesky
+    from biped_contact_sim.contact.penalty_fl_kernels import pivoted_cholesky
 
     rng = np.random.default_rng(3)
     for k in range(202):
@@ -113,7 +113,7 @@ def test_left_looking_pivoted_cholesky_equals_lapack_dpstrf():
 
 def test_min_norm_kernel_equals_the_lapack_reference_on_the_standing_biped():
     """The compiled eq. 18 solve against ``solvers.min_norm_solve`` on the captured G."""
-    from biped_contact_sim.contact.penalty_fl import min_norm_kernel
+    from biped_contact_sim.contact.penalty_fl_kernels import min_norm_kernel
     from biped_contact_sim.solvers import min_norm_solve
 
     rng = np.random.default_rng(4)

@@ -7,8 +7,8 @@ import pytest
 from biped_contact_sim.session.runner import run_scenario
 from biped_contact_sim.sim.observables import (
     configured_point_values,
-    convex_hull,
-    point_in_polygon,
+    hull_2d_reference,
+    in_polygon_reference,
 )
 
 KNOWN_NOT_AT_REST = pytest.mark.xfail(
@@ -46,8 +46,8 @@ def test_stand_contact_quality(standing):
     for sample in standing.samples[len(standing.samples) // 2:]:
         for foot, body in zip(sample.obs.feet, standing.robot.contact_bodies, strict=True):
             corners = configured_point_values(standing.robot, sample.step, sample.step.p)
-            sole = convex_hull(corners[list(body.points), :2])
-            assert foot.cop is not None and point_in_polygon(foot.cop[:2], sole, tol=1e-9)
+            sole = hull_2d_reference(corners[list(body.points), :2])
+            assert foot.cop is not None and in_polygon_reference(foot.cop[:2], sole, tol=1e-9)
 
 
 def test_drop_comes_to_rest_under_the_joint_pd_on_penalty_fl():

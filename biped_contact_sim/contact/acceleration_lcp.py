@@ -71,17 +71,17 @@ One step at (q, v), in contact frames ``[t₁, t₂, n]``, over the candidates `
    so the LCP is degenerate and semismooth Newton stalls on it; ε = 1e-6 changes the contact
    accelerations by ``ε·f`` only.
 
-   Solving (compiled, ``acceleration_lcp_kernel``): first the complementary basis of the
+   Solving (compiled, ``acceleration_lcp_kernels``): first the complementary basis of the
    previous step (stored per contact id, used when the stick/slide flags are unchanged) is
    re-solved on the new data; it is taken if it meets Fischer–Burmeister's own convergence
    test ``‖Φ‖∞ ≤ tol`` (it is then the point a Newton step from the previous solution
    reaches: ``warm_starts``). If it misses, the unknown that violates its sign most changes
    side and the basis is solved again, up to 4 times (single principal pivots,
-   ``solvers.lemke_kernel.pivoting_basis_solve``; at rest the stored basis often misses only
+   ``solvers.lemke_kernels.pivoting_basis_solve``; at rest the stored basis often misses only
    by an unused friction facet whose force was ~tol). Otherwise Fischer–Burmeister, warm
    started from the previous solution, then Lemke as above. On a step without impacts the
    basis is solved on the factor without forming G or the LCP matrix
-   (``acceleration_lcp_warm``).
+   (``acceleration_lcp_warm_kernels``).
 4. Painlevé (no solution of the acceleration LCP with sliding friction): when Fischer–Burmeister
    and Lemke both fail, the step is counted in ``painleve_events`` and resolved impulsively
    (the "tangential impact" fallback): the exact velocity-level Coulomb law of §2.3 step 3
@@ -98,7 +98,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biped_contact_sim.contact.acceleration_lcp_kernel import (
+from biped_contact_sim.contact.acceleration_lcp_kernels import (
     ACC_STATS,
     N_PARAMS,
     acceleration_lcp_kernel,
@@ -247,13 +247,13 @@ class AccelerationLCPContact(ContactModel):
         # Times of each contact's last impacts (ring buffer, −inf when none), per contact id.
         self._impacts = KeyedRows(s.zeno_max_impacts)
 
-    def lcp(self, state: ContactState, idx: np.ndarray, vc: np.ndarray,
+    def build_lcp_reference(self, state: ContactState, idx: np.ndarray, vc: np.ndarray,
             sticking: np.ndarray | None = None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The acceleration LCP of step 3 over the active points ``idx``.
 
         The readable numpy form; the step uses the compiled
-        ``acceleration_lcp_kernel.build_lcp_kernel`` (tested equal).
+        ``acceleration_lcp_kernels.build_lcp_kernel`` (tested equal).
 
         Args:
             state: the contact state.

@@ -16,22 +16,21 @@ points) plus its active set and solver statistics. The simulator integrates
 
 from __future__ import annotations
 
-import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
-from biped_contact_sim.errors import ConfigError
-from biped_contact_sim.jit import F1, F2, I1, b1, i8, kernel
-from biped_contact_sim.robot.kernels import (
+from biped_contact_sim.contact.base_kernels import packed_delassus
+from biped_contact_sim.errors import ConfigError, settings_from
+from biped_contact_sim.robot.model_kernels import (
     inverse_udut,
     packed_acceleration,
     refresh_free_motion,
-    unpack,
     unpack_views,
 )
+from biped_contact_sim.solvers.warm_start import KeyedRows
 
 _XYZ = np.arange(3)
 
@@ -40,7 +39,7 @@ class ContactState:
     """The contact points at (q, v), in contact frames (see the module docstring).
 
     Built either from a dense ``Minv`` (tests, small examples) or, by the simulator, from one
-    per-step buffer ``packed = (W, m, nv, nj)`` (``robot.kernels.step_terms``/``unpack``) that
+    per-step buffer ``packed = (W, m, nv, nj)`` (``robot.model_kernels.step_terms``/``unpack``) that
     holds J_c, γ_c, τ_free, a_free and pinocchio's factor ``M = U D Uᵀ`` with
     ``X = D^{-1/2} U⁻¹ J_cᵀ``: then ``G = XᵀX`` without forming M⁻¹, the compiled kernels read
     W directly, and the arrays (and ``Minv``) are made only if Python code reads them.
@@ -81,7 +80,7 @@ class ContactState:
     def from_packed(cls, dt: float, phi: np.ndarray, vc: np.ndarray, p_tangent: np.ndarray,
                     mu: np.ndarray, ids: np.ndarray,
                     packed: tuple[np.ndarray, int, int, int]) -> ContactState:
-        """The simulator's constructor (``packed`` from ``robot.kernels.step_terms``), without
+        """The simulator's constructor (``packed`` from ``robot.model_kernels.step_terms``), without
         the argument checks of ``__init__`` (once per step)."""
         state = object.__new__(cls)
         state.dt, state.phi, state.vc, state.p_tangent, state.mu, state.ids = \
@@ -98,7 +97,7 @@ class ContactState:
 
     @property
     def packed(self) -> tuple[np.ndarray, int, int, int] | None:
-        """``(W, m, nv, nj)`` for the compiled kernels (``robot.kernels.unpack``), or None."""
+        """``(W, m, nv, nj)`` for the compiled kernels (``robot.model_kernels.unpack``), or None."""
         return self._packed
 
     @property
@@ -175,34 +174,6 @@ class ContactState:
         return self.a_free + self.Minv @ (self.Jc.T @ f.reshape(-1))
 
 
-@kernel((F1, i8, i8, i8, I1, b1), error_model="numpy")
-def packed_delassus(W, m, nv, nj, idx, drift):
-    """``delassus_from_factor`` on the buffer of ``robot.kernels.step_terms``."""
-    Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
-    return delassus_from_factor(X, Jc, af, gc, idx, drift)
-
-
-@kernel((F2, F2, F1, F1, I1, b1), error_model="numpy")
-def delassus_from_factor(X, Jc, a_free, gamma_c, idx, drift):
-    """``G = X_Iᵀ X_I`` and ``b = J_c,I a_free + γ_c,I`` over the rows I of points idx
-    (``drift=False``: ``b − γ_c,I``, as numpy would subtract it from b)."""
-    k = idx.shape[0]
-    nv = X.shape[0]
-    n = 3 * k
-    Xa = np.empty((nv, n))  # the columns of the points idx, contiguous for BLAS
-    b = np.empty(n)
-    for t in range(k):
-        for c in range(3):
-            col = 3 * idx[t] + c
-            for j in range(nv):
-                Xa[j, 3 * t + c] = X[j, col]
-            s = gamma_c[col]
-            for j in range(nv):
-                s += Jc[col, j] * a_free[j]
-            b[3 * t + c] = s if drift else s - gamma_c[col]
-    return Xa.T @ Xa, b
-
-
 class Stats(Mapping):
     """Per-step solver statistics: names and a float array (a read-only mapping).
 
@@ -257,12 +228,8 @@ class ContactModel(ABC):
     stores_energy: ClassVar[bool] = False
 
     def __init__(self, **settings: Any):
-        allowed = {f.name for f in dataclasses.fields(self.Settings)}
-        unknown = sorted(set(settings) - allowed)
-        if unknown:
-            raise ConfigError(f"Unknown setting(s) {', '.join(map(repr, unknown))} for contact "
-                              f"model {self.name!r}. Allowed: {', '.join(sorted(allowed))}")
-        self.settings = self.Settings(**settings)
+        self.settings = settings_from(self.Settings, settings, "setting",
+                                      f"contact model {self.name!r}")
 
     def check(self, dt: float, integrator: str) -> None:
         """Refuse a step size or integrator this model cannot run stably.
@@ -289,6 +256,43 @@ class ContactModel(ABC):
     @abstractmethod
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
         """Contact forces at ``state``; ``commit`` is False for the extra RK4 stages."""
+
+
+class WarmStarted:
+    """Warm start per contact id of a model whose compiled step writes the rows of the next
+    one (``gauss_seidel``, ``time_stepping``): the stored rows (``_warm``), the buffers the next
+    step writes into (``_spare``, swapped with the stored ones at each commit: no allocation
+    per step) and every point's index (``_all``)."""
+
+    def _reset_warm(self, n_points: int, width: int) -> None:
+        self._warm = KeyedRows(width)
+        self._spare = (np.empty(n_points, dtype=np.int64), np.empty((n_points, width)))
+        self._all = np.arange(n_points)
+
+    def _step_buffers(self, state: ContactState, n_stats: int) -> tuple:
+        """(phi, vc, ids, f, active, stats, keys, rows) of a step: contiguous φ and v_c (one
+        compiled signature: a view is strided), the contact ids (every point's index without
+        them), and its outputs, new every step (the caller keeps the forces, the warm start
+        keeps keys and rows); ``reset`` first when the number of points changed."""
+        phi = np.ascontiguousarray(state.phi)
+        m_all = phi.shape[0]
+        if getattr(self, "_warm", None) is None or len(self._all) != m_all:
+            self.reset(m_all)
+        keys, rows = self._spare  # this step's warm-start rows: the buffers not in use
+        ids = getattr(state, "ids", None)
+        return (phi, np.ascontiguousarray(state.vc), self._all if ids is None else ids,
+                np.zeros((m_all, 3)), np.empty(m_all, dtype=np.bool_), np.empty(n_stats),
+                keys, rows)
+
+    def _commit_warm(self, keys: np.ndarray, rows: np.ndarray) -> None:
+        """Store the step's rows (``KeyedRows.store`` without its conversions); the rows it
+        held become the spare (the model's own arrays: nothing else keeps them)."""
+        warm, m_all = self._warm, len(keys)
+        if len(warm.keys) == m_all:
+            self._spare = warm.keys, warm.rows
+        else:
+            self._spare = np.empty(m_all, dtype=np.int64), np.empty_like(rows)
+        warm.keys, warm.rows = keys, rows
 
 
 def positive(name: str, value: float, allow_zero: bool = False) -> float:

@@ -56,7 +56,7 @@ pivoting keeps ~10 digits; its price is a compliance ``ε·P`` in ``v_c⁺``: a 
 creep at ``|v_t| ≤ ε‖P_t‖`` and a resting point settles ``ε P_n dt/β_s`` deeper. With the
 default ε_r = 1e-6 both are negligible (box on a ramp: creep ~3 nm/s; biped: ~10⁻¹⁰ m).
 
-Solving (``time_stepping_kernel``):
+Solving (``time_stepping_kernels``):
 
 1. Warm start: the complementary basis of the previous step (stored per contact id) is
    re-solved on the new data, ``A_BB z_B = −q_B``; if that answer solves the LCP to the
@@ -89,17 +89,17 @@ from biped_contact_sim.contact.base import (
     ContactResult,
     ContactState,
     Stats,
+    WarmStarted,
     positive,
 )
 from biped_contact_sim.contact.gauss_seidel import normal_bias, positive_count, unit_interval
-from biped_contact_sim.contact.time_stepping_kernel import (
+from biped_contact_sim.contact.time_stepping_kernels import (
     TS_STATS,
     time_stepping_from_packed,
     time_stepping_kernel,
 )
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.solvers.lemke import RESIDUAL_TOL
-from biped_contact_sim.solvers.warm_start import KeyedRows
 
 DIRECTIONS = (4, 8)
 
@@ -177,7 +177,7 @@ class TimeSteppingSettings:
             raise ConfigError(f"{p}warm_start = {self.warm_start!r} must be true or false")
 
 
-class TimeSteppingContact(ContactModel):
+class TimeSteppingContact(ContactModel, WarmStarted):
     """Anitescu–Potra / Stewart–Trinkle time stepping with Lemke (docs/methods.md §2.4).
 
     Statistics per step: ``candidates``, ``system_size`` (LCP size m(2 + d)),
@@ -199,20 +199,15 @@ class TimeSteppingContact(ContactModel):
 
     def reset(self, n_points: int) -> None:
         s = self.settings
-        self._all = np.arange(n_points)
         self._D = np.ascontiguousarray(friction_directions(s.directions))
         # Warm start per contact id: (p_n, β, λ) and their basis flags.
-        self._warm = KeyedRows(2 * (2 + s.directions))
-        # The buffers the next step writes its warm-start rows into (swapped with the stored
-        # ones at each commit: no allocation per step).
-        self._spare = (np.empty(n_points, dtype=np.int64),
-                       np.empty((n_points, self._warm.width)))
+        self._reset_warm(n_points, 2 * (2 + s.directions))
         self._params = np.array([s.margin, s.stabilization, s.regularization, s.pivot_tol,
                                  s.max_pivots or 0, s.residual_tol, s.fb_max_iterations,
                                  s.fallback_tolerance, s.fallback_max_sweeps, s.warm_start],
                                 dtype=float)
 
-    def lcp(self, state: ContactState, idx: np.ndarray | None = None
+    def build_lcp_reference(self, state: ContactState, idx: np.ndarray | None = None
             ) -> tuple[np.ndarray, np.ndarray]:
         """The LCP ``(A, q)`` of the module docstring over the candidates, size m(2 + d).
 
@@ -248,20 +243,10 @@ class TimeSteppingContact(ContactModel):
         return A, q
 
     def compute(self, state: ContactState, commit: bool = True) -> ContactResult:
-        phi = np.ascontiguousarray(state.phi)  # one compiled signature (a view is strided)
-        m_all = phi.shape[0]
-        if getattr(self, "_warm", None) is None or len(self._all) != m_all:
-            self.reset(m_all)
-        # The outputs, new every step (the caller keeps the forces; the warm start keeps keys
-        # and rows). The kernel copies the contact ids into ``keys`` (``contact_keys`` of all
-        # points) and computes the active set, cheaper there than by numpy calls here.
-        f = np.zeros((m_all, 3))
-        active = np.empty(m_all, dtype=np.bool_)
-        stats = np.empty(len(TS_STATS))
-        keys, rows = self._spare  # this step's warm-start rows: the buffers not in use
-        ids = getattr(state, "ids", None)
-        ids = self._all if ids is None else ids
-        vc, packed, warm = np.ascontiguousarray(state.vc), state.packed, self._warm
+        # The kernel copies the contact ids into ``keys`` (``contact_keys`` of all points) and
+        # computes the active set, cheaper there than by numpy calls here.
+        phi, vc, ids, f, active, stats, keys, rows = self._step_buffers(state, len(TS_STATS))
+        packed, warm = state.packed, self._warm
         if packed is not None:  # G and b in the same compiled call
             time_stepping_from_packed(*packed, vc, phi, state.mu, state.dt, self._D,
                                       self._params, warm.keys, warm.rows, ids, f, active, keys,
@@ -271,11 +256,5 @@ class TimeSteppingContact(ContactModel):
             time_stepping_kernel(G, b, vc, phi, state.mu, state.dt, self._D, self._params,
                                  warm.keys, warm.rows, ids, f, active, keys, rows, stats)
         if commit:
-            # KeyedRows.store without its conversions; the rows it held become the spare (the
-            # model's own arrays: nothing else keeps them).
-            if len(warm.keys) == m_all:
-                self._spare = warm.keys, warm.rows
-            else:
-                self._spare = np.empty(m_all, dtype=np.int64), np.empty_like(rows)
-            warm.keys, warm.rows = keys, rows
+            self._commit_warm(keys, rows)
         return ContactResult(f, active, Stats(self.stat_names, stats))

@@ -17,7 +17,6 @@ plus diagnostics. The references come from a ``Behavior`` (``stand``, ``sway``, 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from abc import ABC, abstractmethod
@@ -27,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from biped_contact_sim.errors import ConfigError, InputError
+from biped_contact_sim.errors import ConfigError, InputError, settings_from
 
 
 def check_range(name: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
@@ -46,6 +45,14 @@ def check_range(name: str, value, lo: float, hi: float = np.inf, lo_open: bool =
         raise ConfigError(f"{name} = {value!r} must be {bound}")
 
 
+def range_checker(prefix: str) -> Callable[..., None]:
+    """``check_range`` for the settings of one owner: ``check(field, value, lo, hi=inf,
+    lo_open=True)`` names the setting ``{prefix}.{field}`` in its error."""
+    def check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
+        check_range(f"{prefix}.{field}", value, lo, hi, lo_open)
+    return check
+
+
 def behavior_params(behavior: str, params_class, params: Mapping[str, Any]):
     """``params_class(**params)`` after refusing keys that are not its fields.
 
@@ -53,12 +60,7 @@ def behavior_params(behavior: str, params_class, params: Mapping[str, Any]):
         ConfigError: naming the unknown keys, the behaviour and the allowed keys (and whatever
             the dataclass's own checks raise).
     """
-    allowed = {f.name for f in dataclasses.fields(params_class)}
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise ConfigError(f"Unknown parameter(s) {', '.join(map(repr, unknown))} for "
-                          f"behavior {behavior!r}. Allowed: {', '.join(sorted(allowed))}")
-    return params_class(**params)
+    return settings_from(params_class, params, "parameter", f"behavior {behavior!r}")
 
 
 @dataclass
@@ -329,12 +331,8 @@ class Controller(ABC):
         cls.compute = checked_compute
 
     def __init__(self, robot, behavior: Behavior, dt: float, **settings: Any):
-        allowed = {f.name for f in dataclasses.fields(self.Settings)}
-        unknown = sorted(set(settings) - allowed)
-        if unknown:
-            raise ConfigError(f"Unknown setting(s) {', '.join(map(repr, unknown))} for "
-                              f"controller {self.name!r}. Allowed: {', '.join(sorted(allowed))}")
-        self.settings = self.Settings(**settings)
+        self.settings = settings_from(self.Settings, settings, "setting",
+                                      f"controller {self.name!r}")
         self.robot = robot
         self.behavior = behavior
         self.dt = float(dt)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from biped_contact_sim.control.kernels import point_rows
+from biped_contact_sim.control.body_tasks_kernels import point_rows
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 _ZERO3 = np.zeros(3)

@@ -8,10 +8,10 @@ frame) and the frame placements, read as views:
 1. the stance rows J_s, J̇_s v of every stance sole (``wbc_kernels.frame_rows`` at the sole
    origin, the constrained rows ``rows`` of each; plus k_s J_s v, Baumgarte);
 3. single support: the LU solve of J_b v̇_b = −J_a q̈_aᵈ − J̇_s v; a closed chain: the joint
-   accelerations closest to q̈_aᵈ (``kernels.closed_chain``);
+   accelerations closest to q̈_aᵈ (``linalg_kernels.closed_chain``);
 4. M v̇ + h (pinocchio's RNEA in the numpy path: the same), λ from the base rows J_bᵀ λ =
    (M v̇ + h)_b (LU, or R⁻ᵀ through the chain's QR) plus the internal wrenches of the
-   sole-centre allocation (``kernels.sole_centre_allocation``), τ = (M v̇ + h)_a − J_aᵀ λ.
+   sole-centre allocation (``linalg_kernels.sole_centre_allocation``), τ = (M v̇ + h)_a − J_aᵀ λ.
 
 The load shares of two stance soles (``ctc.reference_load_shares``), the clamp of τ to the
 effort limits and the count of clamped joints are the call's too.
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from biped_contact_sim.control.kernels import closed_chain, sole_centre_allocation
+from biped_contact_sim.control.linalg_kernels import closed_chain, sole_centre_allocation
 from biped_contact_sim.control.wbc_kernels import frame_rows, load_shares, placement
 from biped_contact_sim.jit import B2, F1, F2, I1, F2f, F2s, b1, f8, i8, kernel, ro
 

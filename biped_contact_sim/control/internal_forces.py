@@ -12,7 +12,7 @@ docs/methods.md §4.2, step 4 of ``control.wbc``. For a support of n_s ≥ 2 sur
   body's measured normal force drops below ``min_normal_force`` or the support changes), and
   the torques of eq. 42,
       Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p} + μ_i + p_i)
-  (the damped solve of ``linalg.internal_force_torques``, compiled in
+  (the damped solve of ``linalg.internal_force_torques_reference``, compiled in
   ``linalg_kernels.internal_force_law``);
 * our additions at a change of support (``control.contact_set``): F_int,ref starts from the
   internal forces the last applied torques make in the new support and reaches the reference
@@ -45,8 +45,12 @@ from biped_contact_sim.control.grasp import (
     orthogonalize,
     spec_labels,
 )
-from biped_contact_sim.control.kernels import linkage, surface_resultant, wrenches_at
-from biped_contact_sim.control.linalg import internal_force_torques
+from biped_contact_sim.control.internal_forces_kernels import (
+    linkage,
+    surface_resultant,
+    wrenches_at,
+)
+from biped_contact_sim.control.linalg import internal_force_torques_reference
 from biped_contact_sim.control.linalg_kernels import internal_force_law
 from biped_contact_sim.errors import InputError
 
@@ -113,8 +117,8 @@ class InternalForces:
         return W_com, W_int, labels, name
 
     def _eq82_layout(self, stance, anchors, rotations) -> tuple[np.ndarray, tuple[str, ...]]:
-        """(eq. 82 row specs as an int array for ``kernels.linkage``, row labels), cached per
-        stance and retained axis (``grasp.eq82_spec``)."""
+        """(eq. 82 row specs as an int array for ``internal_forces_kernels.linkage``, row
+        labels), cached per stance and retained axis (``grasp.eq82_spec``)."""
         e = anchors[1] - anchors[0]
         R2 = rotations[1]
         k = 0 if abs(R2[0, 0] * e[0] + R2[1, 0] * e[1] + R2[2, 0] * e[2]) \
@@ -339,7 +343,7 @@ def internal_force_law_reference(W_int, D, G, T, f_task, F_meas, has_meas, f_int
     if not torques_on:
         return np.zeros(0), False, f_int_ref, f_int_cmd, f_int_meas
     # Γ_int = (J*ᵀ_{i|l})⁺ (F_int,cmd − F_int,{t,p}) (eq. 42)
-    d_tau, damped = internal_force_torques(W_int, D, G, T, f_int_cmd, f_task, damping)
+    d_tau, damped = internal_force_torques_reference(W_int, D, G, T, f_int_cmd, f_task, damping)
     return d_tau, damped, f_int_ref, f_int_cmd, f_int_meas
 
 

@@ -36,27 +36,23 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import pinocchio as pin
 
 from biped_contact_sim.control.base import (
-    Behavior,
     FootTarget,
     LazyValues,
     Reference,
-    behavior_params,
-    check_range,
+    range_checker,
 )
 from biped_contact_sim.control.multicontact import (
     APPROACH,
     FEET,
     HAND_SUPPORT,
-    HANDS,
     PRESS,
     REACH_RISE,
+    HandsBehavior,
     _move,
     _sigma,
     arm_posture,
-    require_feet_and_hands,
 )
 
 _ZERO3 = np.zeros(3)
@@ -66,8 +62,7 @@ PALM_HALF_LENGTH = 0.05  # the humanoid's palm: 0.10 × 0.08 m (config/humanoid.
 APPROACH_RISE = (0.5, 0.3)
 
 
-def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
-    check_range(f"lean_on_table.{field}", value, lo, hi, lo_open)
+_check = range_checker("lean_on_table")
 
 
 @dataclass(frozen=True)
@@ -131,33 +126,17 @@ class LeanOnTableParams:
                 _check(f.name, value, -2.0, 2.0, lo_open=False)
 
 
-class LeanOnTableBehavior(Behavior):
+class LeanOnTableBehavior(HandsBehavior):
     """Lean on a table with the left hand and push an object with the right (module
-    docstring).
-
-    Args:
-        robot: a free-flyer humanoid with contact bodies ``left_foot``, ``right_foot``,
-            ``left_hand``, ``right_hand`` (``humanoid``).
-        q0: initial configuration, feet flat on the ground.
-        **params: fields of ``LeanOnTableParams``.
-
-    Raises:
-        ConfigError: unknown or invalid parameters, or a robot without those contact bodies.
+    docstring). Arguments and errors: ``HandsBehavior``'s, with ``**params`` the fields of
+    ``LeanOnTableParams``.
     """
 
     name = "lean_on_table"
     controller_defaults: ClassVar[dict[str, dict[str, Any]]] = {"wbc": HAND_SUPPORT}
 
     def __init__(self, robot, q0, **params: Any):
-        self.params = p = behavior_params("lean_on_table", LeanOnTableParams, params)
-        names = require_feet_and_hands(robot, "lean_on_table")
-        self.q0 = np.asarray(q0, float).copy()
-        data = robot.create_data()
-        pin.framesForwardKinematics(robot.model, data, self.q0)
-        self.com0 = pin.centerOfMass(robot.model, data, self.q0).copy()
-        self.start = {n: (data.oMf[names[n].frame_id].translation.copy(),
-                          data.oMf[names[n].frame_id].rotation.copy()) for n in HANDS}
-        self.q_joints = self.q0[robot.q_idx].copy()
+        p, names, data = self._start(robot, q0, LeanOnTableParams, params)
         # x of the sole frames at q0: the feet CoPs follow the CoM during the pre-lean
         self.sole_x = {n: float(data.oMf[names[n].frame_id].translation[0]) for n in FEET}
         self.level = np.eye(3)

@@ -1,7 +1,7 @@
 """Compiled dense solves of the whole-body controller: the numba twins of ``control.linalg``.
 
-Each kernel here has its numpy reference of the same name in ``control.linalg`` (the tests
-compare them); the docstrings there give the mathematics, those here what differs in the
+Each kernel ``<name>`` here has its numpy reference ``<name>_reference`` in ``control.linalg``
+(the tests compare them); the docstrings there give the mathematics, those here what differs in the
 implementation:
 
 * ``cholesky``/``cho_solve``: X = C Cᵀ and X⁻¹B by substitution (numba has no triangular
@@ -9,26 +9,34 @@ implementation:
 * ``psd_factor``: Φ* = G Gᵀ by pivoted Cholesky, greedy on the largest remaining diagonal and
   stopping below ``rcond · max diag`` (the same loop as the reference, so both choose the same
   pivots); ``whitening``: T = G (GᵀG)⁻¹;
-* ``damped_factors``: the damped inverse from a thin SVD (``linalg.damped_factors``),
+* ``damped_factors``: the damped inverse from a thin SVD (``linalg.damped_factors_reference``),
   continuous in the matrix;
 * ``prioritized``: the damped task-priority recursion of Sentis et al. eqs. 30–31 in whitened
-  coordinates (``linalg.prioritized``);
+  coordinates (``linalg.prioritized_reference``);
 * ``constrained_space``: D, B, v̇₀, f₀ of a support (eqs. 20–26);
-* ``internal_force_torques``, ``internal_force_law``: Γ_int of eq. 42 and the PI law around it.
+* ``internal_force_torques``, ``internal_force_law``: Γ_int of eq. 42 and the PI law around it;
+* ``sole_centre_allocation``: ``ctc``'s internal-wrench allocation;
+* ``closed_chain``: ``ctc``'s closed-chain accelerations (QR of J_b, the joint accelerations
+  closest to the desired ones, the base's).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from biped_contact_sim.control.linalg import NULL_FLOOR
-from biped_contact_sim.jit import F1, F2, I1, b1, f8, i8, kernel
+from biped_contact_sim.jit import F1, F2, F3, I1, F2s, b1, f8, i8, kernel, ro
+
+#: relative floor below which a task direction leaves the null space only in part: a direction
+#: a task reaches with s² below ``NULL_FLOOR`` times its scale is numerically one that the
+#: levels above took (rounding leaves it ~1e-32), and stays free for the levels below
+NULL_FLOOR = 1e-12
+
 
 
 @kernel((F2, f8, f8))
 def cholesky(X, rcond, scale):  # pragma: no cover - compiled
     """(ok, lower C) with X = C Cᵀ from X's lower triangle; ok False where
-    ``linalg.cholesky`` returns None (a pivot ≤ 0 or C_ii² < rcond · scale; scale ≤ 0:
+    ``linalg.cholesky_reference`` returns None (a pivot ≤ 0 or C_ii² < rcond · scale; scale ≤ 0:
     max X_ii)."""
     n = X.shape[0]
     if scale <= 0.0:
@@ -101,7 +109,7 @@ def certified_cholesky(X, c):  # pragma: no cover - compiled
 
 @kernel((F2, f8))
 def psd_factor(X, rcond):  # pragma: no cover - compiled
-    """G (n × r) with X = G Gᵀ (``linalg.psd_factor``, the same pivots)."""
+    """G (n × r) with X = G Gᵀ (``linalg.psd_factor_reference``, the same pivots)."""
     n = X.shape[0]
     W = X.copy()
     for i in range(n):  # the reference reads the lower triangle only
@@ -141,7 +149,7 @@ def psd_factor(X, rcond):  # pragma: no cover - compiled
 
 @kernel((F2,))
 def whitening(G):  # pragma: no cover - compiled
-    """T = G (GᵀG)⁻¹ for G of full column rank (``linalg.whitening``)."""
+    """T = G (GᵀG)⁻¹ for G of full column rank (``linalg.whitening_reference``)."""
     GtG = G.T @ G
     ok, C = cholesky(GtG, 0.0, 0.0)
     if not ok:
@@ -152,7 +160,7 @@ def whitening(G):  # pragma: no cover - compiled
 @kernel((F2, f8, f8))
 def damped_factors(Jt, c, c_null):  # pragma: no cover - compiled
     """(U, V, s a(s²), 1 − √(1 − w(s)), damped) of the damped inverse of J_t from its thin SVD
-    (``linalg.damped_factors``)."""
+    (``linalg.damped_factors_reference``)."""
     U, sv, Vt = np.linalg.svd(Jt, full_matrices=False)
     k = sv.size
     a, b = np.empty(k), np.empty(k)
@@ -168,8 +176,8 @@ def damped_factors(Jt, c, c_null):  # pragma: no cover - compiled
 
 @kernel((F2, F1, F2, F1, b1, b1, f8, b1))
 def damped_level(Jk, ek, Z, y, force, update, damping, exact):  # pragma: no cover - compiled
-    """One level of ``prioritized`` on y and Z in place (``linalg.damped_level``): (damped,
-    exact), ``exact`` telling whether Z is still an orthogonal projector.
+    """One level of ``prioritized`` on y and Z in place (``linalg.damped_level_reference``):
+    (damped, exact), ``exact`` telling whether Z is still an orthogonal projector.
 
     Where the floor cannot matter the SVD is skipped: a level with m ≤ r rows whose J_t J_tᵀ
     is certified above the floor (``certified_cholesky``) takes the exact recursion
@@ -229,7 +237,8 @@ def damped_level(Jk, ek, Z, y, force, update, damping, exact):  # pragma: no cov
 @kernel((F2, F1, I1, F2, F1, f8, F2, F1))
 def prioritized(J_up, e_up, sizes, J_last, e_last, damping, J_force,
                 F_force):  # pragma: no cover - compiled
-    """``linalg.prioritized``: (y, number of damped levels); no force rows: J_force (0, r)."""
+    """``linalg.prioritized_reference``: (y, number of damped levels); no force rows: J_force (0,
+    r)."""
     r = J_last.shape[1]
     y = np.zeros(r)
     Z = np.eye(r)
@@ -253,8 +262,8 @@ def prioritized(J_up, e_up, sizes, J_last, e_last, damping, J_force,
 @kernel((F2, F2, F2, F2, F1, F1, i8, F2, F1, I1, i8, F1, f8, F1, F2, F1, f8))
 def task_torques(B, G, T, D, f0, a0, j0, J_up, e_up, sizes, i_am, w_am, e_am, e_post, J_force,
                  F_force, damping):  # pragma: no cover - compiled
-    """``linalg.task_torques`` (U = rows j0: of v, i_am < 0 without an angular-momentum row):
-    (Γ, damped levels) of the prioritized tasks, Ĵ_k = J_k B T (Sentis et al. eqs. 27–31)."""
+    """``linalg.task_torques_reference`` (U = rows j0: of v, i_am < 0 without an angular-momentum
+    row): (Γ, damped levels) of the prioritized tasks, Ĵ_k = J_k B T (Sentis et al. eqs. 27–31)."""
     BT = B @ T
     Jh = J_up @ BT
     e = e_up - J_up @ a0
@@ -267,8 +276,9 @@ def task_torques(B, G, T, D, f0, a0, j0, J_up, e_up, sizes, i_am, w_am, e_am, e_
 
 @kernel((F2, F1, F2, F1, i8, f8))
 def constrained_space(Minv, h, J_s, gamma_s, j0, rcond):  # pragma: no cover - compiled
-    """D, B, v̇₀, f₀ of a support (``linalg.constrained_space``, Sentis et al. eqs. 20–26), the
-    actuated coordinates being v[j0:]: (ok, D, B, a0, f0); ok False where Λ_s⁻¹ = J_s A⁻¹ J_sᵀ
+    """D, B, v̇₀, f₀ of a support (``linalg.constrained_space_reference``, Sentis et al. eqs.
+    20–26), the actuated coordinates being v[j0:]: (ok, D, B, a0, f0); ok False where Λ_s⁻¹ = J_s
+    A⁻¹ J_sᵀ
     is not numerically positive definite (the reference then takes the pseudo-inverse and
     counts it)."""
     nv = Minv.shape[0]
@@ -294,7 +304,8 @@ def constrained_space(Minv, h, J_s, gamma_s, j0, rcond):  # pragma: no cover - c
 @kernel((F2, F2, F2, F2, F1, F1, f8))
 def internal_force_torques(W_int, D, G, T, f_int_cmd, f_task,
                            damping):  # pragma: no cover - compiled
-    """Γ_int of Sentis et al. eq. 42 (``linalg.internal_force_torques``): (Γ_int, damped)."""
+    """Γ_int of Sentis et al. eq. 42 (``linalg.internal_force_torques_reference``): (Γ_int,
+    damped)."""
     A = W_int @ D
     AL = A - (A @ G) @ np.ascontiguousarray(T.T)
     rhs = f_int_cmd - W_int @ f_task
@@ -357,3 +368,118 @@ __all__ = ["certified_cholesky", "cho_solve", "cholesky", "constrained_space", "
            "damped_level", "internal_force_law", "internal_force_torques", "prioritized",
            "psd_factor",
            "task_torques", "whitening"]
+
+
+@kernel((ro(F1), ro(F2s), ro(F2s), ro(F3), ro(F2), f8, ro(F1), ro(I1), ro(I1)))
+def sole_centre_allocation(lam0, Jb, null_basis, rotations, centres, rho, shares, rows,
+                           force_rows):  # pragma: no cover - compiled
+    """Compiled ``control.linalg.sole_centre_allocation_reference`` (same arguments, ``rows`` and
+    ``force_rows`` int arrays, ``shares`` of length 0 for none): (ok, c); ok False where the
+    reference takes its least-squares form."""
+    nk = rotations.shape[0]
+    nr = rows.size
+    n = nr * nk
+    Winv = np.zeros((n, n))
+    target = np.zeros(n)
+    total = np.zeros(force_rows.size)
+    for k in range(nk):
+        for i in range(force_rows.size):
+            total[i] += lam0[nr * k + force_rows[i]]
+    for k in range(nk):
+        Ti = np.eye(6)
+        if rho > 0.0:
+            d = rotations[k] @ centres[k]
+            Ti[3, 1], Ti[3, 2] = -d[2], d[1]
+            Ti[4, 0], Ti[4, 2] = d[2], -d[0]
+            Ti[5, 0], Ti[5, 1] = -d[1], d[0]
+            for i in range(3, 6):
+                Ti[i, i] = rho
+        scale = shares[k] if shares.size else 1.0
+        for a in range(nr):
+            for b in range(nr):
+                Winv[nr * k + a, nr * k + b] = Ti[rows[a], rows[b]] * scale
+        if shares.size:
+            for i in range(force_rows.size):
+                target[nr * k + force_rows[i]] = total[i]
+    JbT = np.ascontiguousarray(Jb.T)
+    B = JbT @ Winv
+    BT = np.ascontiguousarray(B.T)
+    ok, C = cholesky(B @ BT, 1e-14, 0.0)
+    if not ok:
+        return False, np.zeros(null_basis.shape[1])
+    rhs = JbT @ lam0 - B @ target
+    mu = target + BT @ cho_solve(C, rhs.reshape(rhs.size, 1))[:, 0].copy()
+    return True, np.ascontiguousarray(null_basis.T) @ (Winv @ mu - lam0)
+
+
+@kernel((ro(F2), ro(F1), ro(F1), ro(I1), i8, f8))
+def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - compiled
+    """Compiled ``control.linalg.closed_chain_reference`` (same arguments, ``vi`` an int array):
+    (ok, v̇_b, q̈_a, Q, R), empty arrays where the reference returns None. The complete Q of J_b is
+    numpy's QR of [J_b 0] (LAPACK ``dgeqrf``/``dorgqr``: the zero columns add identity
+    reflectors); Cholesky and the triangular solves are ``_cholesky``/``_cho_solve`` and
+    back substitution."""
+    k, nv = Js.shape
+    nj = vi.shape[0]
+    m = k - nb
+    none = np.zeros(0)
+    Z = np.zeros((k, k))
+    for r in range(k):
+        for c in range(nb):
+            Z[r, c] = Js[r, c]
+    Q, Rf = np.linalg.qr(Z)
+    R = np.zeros((nb, nb))
+    dmin, dmax = np.inf, 0.0
+    for r in range(nb):
+        for c in range(r, nb):
+            R[r, c] = Rf[r, c]
+        d = abs(Rf[r, r])
+        dmin = min(dmin, d)
+        dmax = max(dmax, d)
+    if not dmin > rcond * dmax:
+        return False, none, none, np.zeros((0, 0)), np.zeros((0, 0))
+    A = np.zeros((m, nj))  # Q_2ᵀ J_a
+    for i in range(m):
+        for j in range(nj):
+            s = 0.0
+            for r in range(k):
+                s += Q[r, nb + i] * Js[r, vi[j]]
+            A[i, j] = s
+    X = np.empty((m, m))
+    for i in range(m):
+        for j in range(m):
+            s = 0.0
+            for c in range(nj):
+                s += A[i, c] * A[j, c]
+            X[i, j] = s
+    ok, C = cholesky(X, rcond * rcond, 0.0)
+    if not ok:
+        return False, none, none, np.zeros((0, 0)), np.zeros((0, 0))
+    rhs = np.empty((m, 1))
+    for i in range(m):
+        s = 0.0
+        for r in range(k):
+            s -= Q[r, nb + i] * gamma[r]
+        for j in range(nj):
+            s -= A[i, j] * a_joints[j]
+        rhs[i, 0] = s
+    y = cho_solve(C, rhs)
+    a_vi = a_joints.copy()
+    for j in range(nj):
+        for i in range(m):
+            a_vi[j] += A[i, j] * y[i, 0]
+    e = np.empty(k)  # −γ − J_a q̈_a
+    for r in range(k):
+        s = -gamma[r]
+        for j in range(nj):
+            s -= Js[r, vi[j]] * a_vi[j]
+        e[r] = s
+    a_b = np.empty(nb)
+    for i in range(nb - 1, -1, -1):  # R v̇_b = Q_1ᵀ e
+        s = 0.0
+        for r in range(k):
+            s += Q[r, i] * e[r]
+        for c in range(i + 1, nb):
+            s -= R[i, c] * a_b[c]
+        a_b[i] = s / R[i, i]
+    return True, a_b, a_vi, Q, R

@@ -44,7 +44,7 @@ from biped_contact_sim.control.base import (
     LazyValues,
     Reference,
     behavior_params,
-    check_range,
+    range_checker,
 )
 from biped_contact_sim.errors import ConfigError
 
@@ -65,8 +65,7 @@ HAND_SUPPORT = {"add_force": 1.0, "add_cop_fraction": 0.8, "add_hold": 0.03,
                 "am_task": False}
 
 
-def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
-    check_range(f"multicontact.{field}", value, lo, hi, lo_open)
+_check = range_checker("multicontact")
 
 
 def require_feet_and_hands(robot, behavior: str) -> dict:
@@ -222,23 +221,48 @@ def arm_posture(robot, q: np.ndarray, frame_id: int, side: str, p: np.ndarray,
     return q[robot.q_idx].copy()
 
 
-class MultiContactBehavior(Behavior):
-    """The Fig. 6 multi-contact sequence (module docstring).
+class HandsBehavior(Behavior):
+    """Common start of the humanoid's behaviours with hands in the support (``multicontact``,
+    ``lean_on_table``).
 
     Args:
         robot: a free-flyer humanoid with contact bodies ``left_foot``, ``right_foot``,
             ``left_hand``, ``right_hand`` (``humanoid``).
         q0: initial configuration, feet flat on the ground.
-        **params: fields of ``MultiContactParams``.
+        **params: the fields of the behaviour's parameters dataclass.
 
     Raises:
         ConfigError: unknown or invalid parameters, or a robot without those contact bodies.
     """
 
+    def _start(self, robot, q0, params_class, params) -> tuple[Any, dict, pin.Data]:
+        """Set ``params``, ``q0``, ``com0``, the hands' ``start`` poses and ``q_joints`` from
+        q0 after checking the parameters and the robot's contact bodies.
+
+        Returns:
+            (the parameters, the contact bodies by name, a Data at q0's frames).
+        """
+        self.params = p = behavior_params(self.name, params_class, params)
+        names = require_feet_and_hands(robot, self.name)
+        self.q0 = np.asarray(q0, float).copy()
+        data = robot.create_data()
+        pin.framesForwardKinematics(robot.model, data, self.q0)
+        self.com0 = pin.centerOfMass(robot.model, data, self.q0).copy()
+        self.start = {n: (data.oMf[names[n].frame_id].translation.copy(),
+                          data.oMf[names[n].frame_id].rotation.copy()) for n in HANDS}
+        self.q_joints = self.q0[robot.q_idx].copy()
+        return p, names, data
+
+
+class MultiContactBehavior(HandsBehavior):
+    """The Fig. 6 multi-contact sequence (module docstring). Arguments and errors:
+    ``HandsBehavior``'s, with ``**params`` the fields of ``MultiContactParams``.
+    """
+
     name = "multicontact"
     # The torso task stays off by default here. It used to step the torques by 30–50 N·m where
     # the prioritized solve switched between a Cholesky and a truncated pseudo-inverse; the
-    # damped solve (``linalg.damped_factors``) is continuous, and the rigid-contact Fig. 6
+    # damped solve (``linalg.damped_factors_reference``) is continuous, and the rigid-contact Fig. 6
     # sequence holds with it on (``test_wbc_multicontact``). In the world on penalty_fl the
     # panel force still dips by 41 N for one step at t = 9.687 s with it on — after smooth
     # torques, the same with the damping floor at 1e-6 or 1e-4: a contact event on the palm,
@@ -247,16 +271,8 @@ class MultiContactBehavior(Behavior):
         "wbc": {**HAND_SUPPORT, "kp_torso": 0.0}}
 
     def __init__(self, robot, q0, **params: Any):
-        self.params = p = behavior_params("multicontact", MultiContactParams, params)
-        names = require_feet_and_hands(robot, "multicontact")
+        p, names, data = self._start(robot, q0, MultiContactParams, params)
         self.robot = robot
-        self.q0 = np.asarray(q0, float).copy()
-        data = robot.create_data()
-        pin.framesForwardKinematics(robot.model, data, self.q0)
-        self.com0 = pin.centerOfMass(robot.model, data, self.q0).copy()
-        self.start = {n: (data.oMf[names[n].frame_id].translation.copy(),
-                          data.oMf[names[n].frame_id].rotation.copy()) for n in HANDS}
-        self.q_joints = self.q0[robot.q_idx].copy()
         level = np.eye(3)
         self.table = {n: np.array([p.table_x, y, p.table_height])
                       for n, y in zip(HANDS, (p.hand_y, -p.hand_y), strict=True)}

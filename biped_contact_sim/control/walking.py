@@ -72,16 +72,15 @@ from biped_contact_sim.control.base import (
     LazyValues,
     Reference,
     behavior_params,
-    check_range,
+    range_checker,
 )
-from biped_contact_sim.control.kernels import walk_state
+from biped_contact_sim.control.walking_kernels import walk_state
 from biped_contact_sim.errors import ConfigError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
 
-def _check(field: str, value, lo: float, hi: float = np.inf, lo_open: bool = True) -> None:
-    check_range(f"walk.{field}", value, lo, hi, lo_open)
+_check = range_checker("walk")
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,8 @@ step, from the measurement (q, v, wrenches) alone:
    n − 6(n_s − 1) (its null space: the torques that only change internal forces), factored
    by pivoted Cholesky Φ* = G Gᵀ; with Γ = T y, T = G (GᵀG)⁻¹ (Φ*⁺ = T Tᵀ) the recursion above
    is the Euclidean one of Ĵ_k = J*_k Φ* T, each level solved by the damped inverse of
-   ``linalg.damped_factors`` (exact while the task is independent of those above it, a capped
-   gain on the directions that are nearly dependent, ``task_damping``; continuous in the
+   ``linalg.damped_factors_reference`` (exact while the task is independent of those above it, a
+   capped gain on the directions that are nearly dependent, ``task_damping``; continuous in the
    data, where a Cholesky solve with a truncated pseudo-inverse fallback stepped the torques
    by 30–50 N·m when a pivot crossed its cut-off). A force row
    (operational force −F n on a pressing body, F the commanded reaction: reference plus PI
@@ -108,8 +108,8 @@ from biped_contact_sim.control import wbc_kernels as wk
 from biped_contact_sim.control.base import Controller, ControlOutput, LazyDict, Measurement
 from biped_contact_sim.control.contact_set import ContactTransitions, blend_released
 from biped_contact_sim.control.internal_forces import InternalForces
-from biped_contact_sim.control.kernels import surface_resultant
-from biped_contact_sim.control.linalg import constrained_space, task_torques
+from biped_contact_sim.control.internal_forces_kernels import surface_resultant
+from biped_contact_sim.control.linalg import constrained_space_reference, task_torques_reference
 from biped_contact_sim.control.wbc_plan import StepTables, drift_from_jacobians
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.control.wbc_stages import support_rows, task_rows
@@ -400,7 +400,7 @@ class WholeBodyController(StepTables, Controller):
         J_up, e_up, sizes, i_am, J_force, F_force = task_rows(
             model, data, self._fids, self._consts, tasks, par, self._R_base_ref, h)
         # 2. Constrained dynamics (eqs. 20–26) and Φ* = G Gᵀ, T (eq. 29).
-        D, B, a0, f0, G, T, _, fallbacks = constrained_space(Minv, h, J_s, gamma_s, vi,
+        D, B, a0, f0, G, T, _, fallbacks = constrained_space_reference(Minv, h, J_s, gamma_s, vi,
                                                              s.rcond)
         # the virtual linkage at the commanded CoPs (App. C eq. 82 for two feet, eqs. 12–17
         # for more; rebuilt at every change of support, its rows refilled every step)
@@ -421,7 +421,8 @@ class WholeBodyController(StepTables, Controller):
             e_post += s.kd_posture * post[1]
         if flags[wk.F_POST_A]:
             e_post += post[2]
-        tau, damped = task_torques(B, G, T, D, f0, a0, vi, J_up, e_up, sizes, i_am, w_am, e_am,
+        tau, damped = task_torques_reference(B, G, T, D, f0, a0, vi, J_up, e_up, sizes, i_am, w_am,
+                                             e_am,
                                    e_post, J_force, F_force, s.task_damping)
         fallbacks += damped
         # 4. Internal forces (eqs. 32–43, ``control.internal_forces``).

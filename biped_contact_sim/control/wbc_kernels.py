@@ -32,7 +32,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from biped_contact_sim.control.kernels import linkage, surface_resultant, wrenches_at
+from biped_contact_sim.control.internal_forces_kernels import (
+    linkage,
+    surface_resultant,
+    wrenches_at,
+)
 from biped_contact_sim.control.linalg_kernels import (
     constrained_space,
     internal_force_law,

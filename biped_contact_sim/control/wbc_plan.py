@@ -19,8 +19,8 @@ import pinocchio as pin
 from biped_contact_sim.control import wbc_kernels as wk
 from biped_contact_sim.control.base import Measurement
 from biped_contact_sim.control.body_tasks import target_rotation
+from biped_contact_sim.control.ctc import load_share_inputs
 from biped_contact_sim.control.grasp import NORMAL_FORCE
-from biped_contact_sim.errors import ConfigError
 
 
 def frame_placements_view(model, data) -> np.ndarray | None:
@@ -270,18 +270,7 @@ class StepTables:
         Raises:
             ConfigError: ``Reference.load_share`` lacks a stance foot.
         """
-        if ref.load_share is not None:
-            try:
-                scal[wk.S_A2] = float(ref.load_share[stance[1]])
-            except KeyError:
-                raise ConfigError(f"Reference.load_share names {sorted(ref.load_share)}; "
-                                  f"it needs the stance foot {stance[1]!r}") from None
-            return 1
-        if ref.com is None or ref.com_acc is None:
-            return 0
-        scal[wk.S_CX:wk.S_CX + 3] = ref.com
-        scal[wk.S_AX:wk.S_AX + 3] = ref.com_acc
-        return 2
+        return load_share_inputs(ref, stance, scal)
 
 
 __all__ = ["StepTables", "drift_from_jacobians", "frame_placements_view"]

@@ -47,8 +47,8 @@ class WBCSettings:
         rcond: relative cut-off of the rank of Φ* (its pivoted Cholesky factor) and of the
             support's Λ_s⁻¹ = J_s A⁻¹ J_sᵀ (a singular support takes the pseudo-inverse).
         task_damping: relative floor of the damped solves of the task levels and of the
-            internal-force torques (``linalg.damped_factors``): a level whose Ĵ_k N Ĵ_kᵀ has
-            an eigenvalue below ``task_damping`` times the task's scale (its largest squared
+            internal-force torques (``linalg.damped_factors_reference``): a level whose Ĵ_k N Ĵ_kᵀ
+            has an eigenvalue below ``task_damping`` times the task's scale (its largest squared
             row norm) solves that direction with a capped gain; exact above it. Continuous in
             the data, unlike the truncated pseudo-inverse it replaces.
         kp_force, ki_force: PI feedback of a unified force/position task on the body's

@@ -7,9 +7,9 @@ with the compiled step on the same measurements (docs/methods.md §4.2; Sentis e
 1. ``support_rows``: anchors P_k at the commanded CoPs and the support rows J_s, γ_s = J̇_s v
    (eq. 18), from pinocchio's LOCAL_WORLD_ALIGNED frame Jacobians and classical accelerations
    transported to P_k;
-2. ``linalg.constrained_space``: D, B, v̇₀, f₀ (eqs. 20–26) and Φ* = G Gᵀ, T (eq. 29);
+2. ``linalg.constrained_space_reference``: D, B, v̇₀, f₀ (eqs. 20–26) and Φ* = G Gᵀ, T (eq. 29);
 3. ``task_rows`` (the rows of the CoM, angular-momentum, pose, force/position and orientation
-   tasks, and the external force of a pressing body on h) and ``linalg.task_torques`` (the
+   tasks, and the external force of a pressing body on h) and ``linalg.task_torques_reference`` (the
    damped priority recursion, eqs. 27–31);
 4. ``InternalForces`` (the virtual linkage and the law of eqs. 32–42).
 

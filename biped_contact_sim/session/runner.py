@@ -20,7 +20,8 @@ from biped_contact_sim.contact.base import Stats
 from biped_contact_sim.errors import BipedSimError, ConfigError, DivergenceError
 from biped_contact_sim.record.buffer import RunningStat
 from biped_contact_sim.robot import RobotModel
-from biped_contact_sim.session.accounting import (
+from biped_contact_sim.session.accounting import RESIDUAL_KEYS, energy_balance, solver_warnings
+from biped_contact_sim.session.accounting_kernels import (
     ACC_CONE,
     ACC_MIN_FN,
     ACC_PENETRATION,
@@ -31,9 +32,6 @@ from biped_contact_sim.session.accounting import (
     E_SLOTS,
     E_WORK_EXT,
     E_WORK_TAU,
-    RESIDUAL_KEYS,
-    energy_balance,
-    solver_warnings,
     step_accumulators,
 )
 from biped_contact_sim.session.builder import ClosedLoop, build
@@ -50,11 +48,11 @@ from biped_contact_sim.sim.scenarios import Scenario
 from biped_contact_sim.sim.simulator import Simulator, StepResult
 from biped_contact_sim.sim.step_energy import (
     free_fall_error,
-    step_energy,
     step_energy_balance,
     step_energy_slots,
     step_energy_warnings,
 )
+from biped_contact_sim.sim.step_energy_kernels import step_energy
 
 PROGRESS_CHUNK = 100  # steps between progress-bar updates
 

@@ -71,7 +71,8 @@ from biped_contact_sim.sim.collision_kernels import (
     detect_kernel,
     finish_kernel,
 )
-from biped_contact_sim.sim.world import World, frame_from_normal
+from biped_contact_sim.sim.world import World
+from biped_contact_sim.sim.world_kernels import frame_from_normal
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from biped_contact_sim.jit import B1, F1, F2, F3, I1, I2, F1s, F2s, F3s, I1s, f8, i8, kernel
 from biped_contact_sim.robot import RobotModel
+from biped_contact_sim.sim.observables_kernels import (
+    contact_extremes,
+    geometry_sole_wrenches,
+    geometry_wrenches,
+    ground_support,
+    sole_wrenches,
+    support_terms,
+)
 from biped_contact_sim.sim.simulator import StepResult
 from biped_contact_sim.sim.terrain import PlaneTerrain
 
@@ -64,7 +71,7 @@ class Observation:
     zmp_reason: str | None = None  # why ``zmp`` is None when the support is not coplanar
 
 
-def convex_hull(points: np.ndarray) -> np.ndarray:
+def hull_2d_reference(points: np.ndarray) -> np.ndarray:
     """Counter-clockwise convex hull of 2-D points (Andrew's monotone chain).
 
     Handles the degenerate cases qhull refuses (fewer than 3 points, collinear points).
@@ -87,7 +94,7 @@ def convex_hull(points: np.ndarray) -> np.ndarray:
     return np.array(half(pts) + half(pts[::-1]))
 
 
-def point_in_polygon(point: np.ndarray, polygon: np.ndarray, tol: float = 1e-9) -> bool:
+def in_polygon_reference(point: np.ndarray, polygon: np.ndarray, tol: float = 1e-9) -> bool:
     """Whether a 2-D point lies in a counter-clockwise convex polygon (or on its segment)."""
     if len(polygon) == 0:
         return False
@@ -160,7 +167,7 @@ class Observer:
         if step.placements is None or step.q_prev is None or not (
                 q_prev is step.q_prev or np.array_equal(q_prev, step.q_prev)):
             return self.observe_reference(step, q_prev, v_prev)
-        robot, data, model, terrain = self.robot, self.data, self.robot.model, self.terrain
+        robot, terrain = self.robot, self.terrain
         p, fc = step.p, step.f_contact
         fn = fc[:, 2]
         W, normal, cop = sole_wrenches(p, step.f_world, fn, step.placements, *_layout(robot),
@@ -175,13 +182,11 @@ class Observer:
             p, local, fc, step.phi, step.active, terrain.mu, self.min_normal_force, self._R_t,
             self._origin)
         zmp_c, com = self._centroidal(step, q_prev, v_prev)
-        pin.computeKineticEnergy(model, data, step.q, step.v)
-        pin.computePotentialEnergy(model, data, step.q)
         return Observation(
             t=step.t, feet=feet, zmp=None if np.isnan(zmp[0]) else zmp, zmp_centroidal=zmp_c,
             com=com, support_polygon=hull, zmp_in_support=None if in_support < 0
             else bool(in_support), penetration=pen, cone_violation=cone, min_normal_force=fmin,
-            energy=float(data.kinetic_energy + data.potential_energy))
+            energy=self._energy(step))
 
     def observe_geometry(self, step: StepResult, q_prev: np.ndarray,
                          v_prev: np.ndarray) -> Observation:
@@ -202,7 +207,7 @@ class Observer:
         """
         if not _from_step(step, q_prev):
             return self.observe_geometry_reference(step, q_prev, v_prev)
-        robot, data, model = self.robot, self.data, self.robot.model
+        robot = self.robot
         c, fc = step.contacts, step.f_contact
         fn = fc[:, 2]
         W, normal, cop, B, side1, side2 = _compiled_geometry(robot, step, self.min_normal_force)
@@ -216,14 +221,12 @@ class Observer:
             bodies[name] = bodies[name] + B[j] if name in bodies else B[j]
         zmp, reason, in_support, polygon = self._ground_support(c, fn, step.active, True)
         zmp_c, com = self._centroidal(step, q_prev, v_prev)
-        pin.computeKineticEnergy(model, data, step.q, step.v)
-        pin.computePotentialEnergy(model, data, step.q)
         cone, fmin, pen = contact_extremes(fc, step.phi, step.active, c.mu)
         return Observation(
             t=step.t, feet=feet, zmp=zmp, zmp_centroidal=zmp_c, com=com,
             support_polygon=polygon, zmp_in_support=in_support, penetration=pen,
             cone_violation=cone, min_normal_force=fmin,
-            energy=float(data.kinetic_energy + data.potential_energy), bodies=bodies,
+            energy=self._energy(step), bodies=bodies,
             zmp_reason=reason)
 
     def _ground_support(self, c, fn: np.ndarray, active: np.ndarray, compiled: bool):
@@ -247,7 +250,7 @@ class Observer:
         zmp, reason, in_support = None, None, None
         polygon = np.zeros((0, 2))
         if ground.any():
-            polygon = convex_hull(self.terrain.to_contact(c.p2[ground])[:, :2])
+            polygon = hull_2d_reference(self.terrain.to_contact(c.p2[ground])[:, :2])
         if (carrying & ~c.on_ground).any():
             names = sorted({c.joint_names[j] for j in c.body1[carrying & ~c.on_ground]})
             reason = "support not coplanar: contacts off the ground plane on " + ", ".join(names)
@@ -255,7 +258,7 @@ class Observer:
             reason = "no ground contact carrying force"
         else:
             zmp = (fn[ground] @ c.p2[ground]) / fn[ground].sum()
-            in_support = point_in_polygon(self.terrain.to_contact(zmp[None])[0, :2], polygon,
+            in_support = in_polygon_reference(self.terrain.to_contact(zmp[None])[0, :2], polygon,
                                           tol=1e-6)
         return zmp, reason, in_support, polygon
 
@@ -264,7 +267,7 @@ class Observer:
         """``observe_geometry`` (the same observables, defined there) with numpy and
         pinocchio's frames only: the reference of the compiled path, and the path for a q_prev
         that is not the step's start."""
-        robot, data, model = self.robot, self.data, self.robot.model
+        robot, data = self.robot, self.data
         c, fc, fw = step.contacts, step.f_contact, step.f_world
         fn = fc[:, 2]
         feet, _, oMi = _geometry_feet(robot, data, q_prev, step, self.min_normal_force)
@@ -281,18 +284,20 @@ class Observer:
                 bodies[name] = bodies[name] + w if name in bodies else w
         zmp, reason, in_support, polygon = self._ground_support(c, fn, step.active, False)
         zmp_c, com = self._centroidal(step, q_prev, v_prev)
-        ft = np.sqrt((fc[:, :2] ** 2).sum(axis=1))
-        cone = np.maximum(ft - c.mu * fn, 0.0)
-        pin.computeKineticEnergy(model, data, step.q, step.v)
-        pin.computePotentialEnergy(model, data, step.q)
+        cone, fmin, pen = contact_extremes_reference(fc, step.phi, step.active, c.mu)
         return Observation(
             t=step.t, feet=feet, zmp=zmp, zmp_centroidal=zmp_c, com=com,
             support_polygon=polygon, zmp_in_support=in_support,
-            penetration=float(max(0.0, -step.phi.min())) if len(step.phi) else 0.0,
-            cone_violation=float(cone.max()) if len(cone) else 0.0,
-            min_normal_force=float(fn[step.active].min()) if step.active.any() else 0.0,
-            energy=float(data.kinetic_energy + data.potential_energy), bodies=bodies,
+            penetration=pen, cone_violation=cone, min_normal_force=fmin,
+            energy=self._energy(step), bodies=bodies,
             zmp_reason=reason)
+
+    def _energy(self, step: StepResult) -> float:
+        """Kinetic + potential energy at the step's end."""
+        model, data = self.robot.model, self.data
+        pin.computeKineticEnergy(model, data, step.q, step.v)
+        pin.computePotentialEnergy(model, data, step.q)
+        return float(data.kinetic_energy + data.potential_energy)
 
     def _centroidal(self, step: StepResult, q_prev: np.ndarray, v_prev: np.ndarray):
         """ZMP from the centroidal dynamics (module docstring) and the CoM at (q_prev, v_prev)."""
@@ -328,37 +333,33 @@ class Observer:
                                         oMs.rotation.T @ torque, float(total_n), cop))
         total_n = fn.sum()
         zmp = (fn @ p) / total_n if total_n >= self.min_normal_force else None
-
-        # Centroidal ZMP from the motion: ḣ_G at (q, v, v̇) of the step.
-        pin.computeCentroidalMomentumTimeVariation(model, data, q_prev, v_prev, step.a)
-        mass = data.mass[0]
-        com, ddc, dL = data.com[0].copy(), data.dhg.linear / mass, data.dhg.angular
-        zmp_c = None
-        denom = ddc[2] + self.g
-        if self.terrain.flat and abs(denom) > 1e-6:
-            zc = com[2] - self.terrain.height
-            zmp_c = np.array([com[0] - zc * ddc[0] / denom - dL[1] / (mass * denom),
-                              com[1] - zc * ddc[1] / denom + dL[0] / (mass * denom),
-                              self.terrain.height])
+        zmp_c, com = self._centroidal(step, q_prev, v_prev)
 
         in_contact = step.active & (fn > 0)
-        polygon = convex_hull(self.terrain.to_contact(p[in_contact])[:, :2]) \
+        polygon = hull_2d_reference(self.terrain.to_contact(p[in_contact])[:, :2]) \
             if in_contact.any() else np.zeros((0, 2))
         in_support = None
         if zmp is not None:
-            in_support = point_in_polygon(self.terrain.to_contact(zmp[None])[0, :2], polygon,
+            in_support = in_polygon_reference(self.terrain.to_contact(zmp[None])[0, :2], polygon,
                                           tol=1e-6)
-        ft = np.sqrt((step.f_contact[:, :2] ** 2).sum(axis=1))
-        cone = np.maximum(ft - self.terrain.mu * fn, 0.0)
-        pin.computeKineticEnergy(model, data, step.q, step.v)
-        pin.computePotentialEnergy(model, data, step.q)
+        cone, fmin, pen = contact_extremes_reference(step.f_contact, step.phi, step.active,
+                                                     self.terrain.mu)
         return Observation(
             t=step.t, feet=feet, zmp=zmp, zmp_centroidal=zmp_c, com=com,
             support_polygon=polygon, zmp_in_support=in_support,
-            penetration=float(max(0.0, -step.phi.min())) if len(step.phi) else 0.0,
-            cone_violation=float(cone.max()) if len(cone) else 0.0,
-            min_normal_force=float(fn[step.active].min()) if step.active.any() else 0.0,
-            energy=float(data.kinetic_energy + data.potential_energy))
+            penetration=pen, cone_violation=cone, min_normal_force=fmin,
+            energy=self._energy(step))
+
+
+def contact_extremes_reference(fc: np.ndarray, phi: np.ndarray, active: np.ndarray,
+                               mu) -> tuple[float, float, float]:
+    """``contact_extremes`` in numpy: the largest cone violation, the smallest normal force of
+    the active points and the deepest penetration (0 where there is none)."""
+    fn = fc[:, 2]
+    cone = np.maximum(np.sqrt((fc[:, :2] ** 2).sum(axis=1)) - mu * fn, 0.0)
+    return (float(cone.max()) if len(cone) else 0.0,
+            float(fn[active].min()) if active.any() else 0.0,
+            float(max(0.0, -phi.min())) if len(phi) else 0.0)
 
 
 def _moment_sum(r: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -460,218 +461,6 @@ def geometry_wrenches_reference(body1, body2, p1, p2, frames, fc, placements, bo
     return W, normal, cop, B, sides[0], sides[1]
 
 
-@kernel((F2, F2), error_model="numpy")
-def _sole_pose(P, S):
-    """(R, o) of a sole frame: the joint's placement P = [R_j | p_j] (3 × 4) composed with the
-    sole's placement S in the joint (3 × 4), R = R_j R_s, o = R_j p_s + p_j."""
-    R = np.empty((3, 3))
-    o = np.empty(3)
-    for r in range(3):
-        for c in range(3):
-            R[r, c] = P[r, 0] * S[0, c] + P[r, 1] * S[1, c] + P[r, 2] * S[2, c]
-        o[r] = P[r, 0] * S[0, 3] + P[r, 1] * S[1, 3] + P[r, 2] * S[2, 3] + P[r, 3]
-    return R, o
-
-
-@kernel((F3s, F2), error_model="numpy")
-def _world_forces(frames, fc):
-    """f_i = C_i f_c,i (world) of every contact (m, 3)."""
-    m = fc.shape[0]
-    fw = np.empty((m, 3))
-    for i in range(m):
-        for r in range(3):
-            fw[i, r] = frames[i, r, 0] * fc[i, 0] + frames[i, r, 1] * fc[i, 1] \
-                + frames[i, r, 2] * fc[i, 2]
-    return fw
-
-
-@kernel((I1s, I1s, F2s, F2s, F2, F2, F3, I1, F3, f8, F2, F1, F2), error_model="numpy")
-def _sole_wrenches_into(body1, body2, p1, p2, fw, fc, placements, body_joint, sole,
-                        min_normal_force, W, normal, cop):
-    """W, normal, cop of ``geometry_wrenches`` (its docstring) into the given arrays (W and
-    normal zero, cop NaN on entry)."""
-    m = body1.shape[0]
-    nb = body_joint.shape[0]
-    for k in range(nb):
-        j = body_joint[k]
-        R, o = _sole_pose(placements[j], sole[k])
-        F = np.zeros(3)
-        T = np.zeros(3)
-        cp = np.zeros(3)
-        total = 0.0
-        for side in range(2):
-            for i in range(m):
-                if (body1[i] if side == 0 else body2[i]) != j:
-                    continue
-                sign = 1.0 if side == 0 else -1.0
-                x = p1[i] if side == 0 else p2[i]
-                d0, d1, d2 = x[0] - o[0], x[1] - o[1], x[2] - o[2]
-                f0, f1, f2 = sign * fw[i, 0], sign * fw[i, 1], sign * fw[i, 2]
-                F[0] += f0
-                F[1] += f1
-                F[2] += f2
-                T[0] += d1 * f2 - d2 * f1
-                T[1] += d2 * f0 - d0 * f2
-                T[2] += d0 * f1 - d1 * f0
-                total += fc[i, 2]
-                for r in range(3):
-                    cp[r] += fc[i, 2] * x[r]
-        for r in range(3):
-            W[k, r] = R[0, r] * F[0] + R[1, r] * F[1] + R[2, r] * F[2]
-            W[k, 3 + r] = R[0, r] * T[0] + R[1, r] * T[1] + R[2, r] * T[2]
-        normal[k] = total
-        if total >= min_normal_force:
-            for r in range(3):
-                cop[k, r] = cp[r] / total
-
-
-@kernel((I1s, I1s, F2s, F2s, F3s, F2, F3, I1, F3), error_model="numpy")
-def geometry_sole_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, sole):
-    """W of ``geometry_wrenches`` alone (the sole wrenches a controller measures, every
-    step; the observers' other figures are for the recorded steps)."""
-    nb = body_joint.shape[0]
-    W = np.zeros((nb, 6))
-    _sole_wrenches_into(body1, body2, p1, p2, _world_forces(frames, fc), fc, placements,
-                        body_joint, sole, np.inf, W, np.zeros(nb), np.full((nb, 3), np.nan))
-    return W
-
-
-@kernel((I1s, I1s, F2s, F2s, F3s, F2, F3, I1, F3, i8, f8), error_model="numpy")
-def geometry_wrenches(body1, body2, p1, p2, frames, fc, placements, body_joint, sole,
-                      n_robot_joints, min_normal_force):
-    """The wrenches of geometry contacts (``Observer.observe_geometry``; numpy reference
-    ``_geometry_feet`` and ``observe_geometry_reference``). Contact i pushes body 1 with
-    ``f_i = C_i f_c,i`` (world) at p₁ and body 2 with ``−f_i`` at p₂; ``placements`` (nj, 3, 4)
-    are the joints' ``[R | t]`` at the step's start.
-
-    Returns:
-        W (nb, 6): per contact body k (sole frame (R_k, o_k) on joint j_k),
-        ``[R_kᵀ F_k; R_kᵀ Σ (p − o_k) × f]`` of the contacts on j_k; normal (nb,): their Σ f_n;
-        cop (nb, 3): ``Σ f_n p / Σ f_n`` (NaN below ``min_normal_force``); B (nj, 6): per joint
-        j > 0, ``[Σ f; Σ (p − o_j) × f]`` (world) over its contacts as body 1 plus those as body 2,
-        o_j its origin (robot joints, j < n_robot_joints) or, per side, the mean of that side's
-        points (free objects); side1, side2 (nj,) bool: j is body 1 / body 2 of a contact.
-    """
-    nj = placements.shape[0]
-    nb = body_joint.shape[0]
-    fw = _world_forces(frames, fc)
-    W = np.zeros((nb, 6))
-    normal = np.zeros(nb)
-    cop = np.full((nb, 3), np.nan)
-    _sole_wrenches_into(body1, body2, p1, p2, fw, fc, placements, body_joint, sole,
-                        min_normal_force, W, normal, cop)
-    m = body1.shape[0]
-    B = np.zeros((nj, 6))
-    side1 = np.zeros(nj, dtype=np.bool_)
-    side2 = np.zeros(nj, dtype=np.bool_)
-    count = np.zeros(nj)
-    mean = np.zeros((nj, 3))
-    for side in range(2):
-        count[:] = 0.0
-        mean[:] = 0.0
-        for i in range(m):
-            j = body1[i] if side == 0 else body2[i]
-            if j == 0:
-                continue
-            if side == 0:
-                side1[j] = True
-            else:
-                side2[j] = True
-            if j >= n_robot_joints:
-                x = p1[i] if side == 0 else p2[i]
-                count[j] += 1.0
-                for r in range(3):
-                    mean[j, r] += x[r]
-        for j in range(n_robot_joints, nj):
-            if count[j] > 0:
-                for r in range(3):
-                    mean[j, r] /= count[j]
-        for i in range(m):
-            j = body1[i] if side == 0 else body2[i]
-            if j == 0:
-                continue
-            sign = 1.0 if side == 0 else -1.0
-            x = p1[i] if side == 0 else p2[i]
-            if j < n_robot_joints:
-                o0, o1, o2 = placements[j, 0, 3], placements[j, 1, 3], placements[j, 2, 3]
-            else:
-                o0, o1, o2 = mean[j, 0], mean[j, 1], mean[j, 2]
-            d0, d1, d2 = x[0] - o0, x[1] - o1, x[2] - o2
-            f0, f1, f2 = sign * fw[i, 0], sign * fw[i, 1], sign * fw[i, 2]
-            B[j, 0] += f0
-            B[j, 1] += f1
-            B[j, 2] += f2
-            B[j, 3] += d1 * f2 - d2 * f1
-            B[j, 4] += d2 * f0 - d0 * f2
-            B[j, 5] += d0 * f1 - d1 * f0
-    return W, normal, cop, B, side1, side2
-
-
-@kernel((F2s, F1s, B1, B1, F2, F1, f8), error_model="numpy")
-def ground_support(p2, fn, active, on_ground, R, origin, min_normal_force):
-    """The support of geometry contacts (``Observer._ground_support``, its numpy reference):
-    the contacts carrying force (active, f_n > 0) on the ground plane, their hull in surface
-    coordinates ``Rᵀ(p₂ − o)`` (``hull_2d``), and a code: 1 when a contact carrying force is off
-    the ground plane, else 2 when the ground's Σ f_n < ``min_normal_force``, else 0 with the
-    ZMP ``Σ f_n p₂ / Σ f_n`` and whether it lies in the hull (``in_polygon``, tol 1e-6).
-
-    Returns:
-        zmp (3,) (NaN unless code 0), hull (k, 2), code, inside (−1 unless code 0).
-    """
-    m = p2.shape[0]
-    sel = np.zeros(m, dtype=np.bool_)
-    off = False
-    total = 0.0
-    z = np.zeros(3)
-    k = 0
-    for i in range(m):
-        if not (active[i] and fn[i] > 0.0):
-            continue
-        if on_ground[i]:
-            sel[i] = True
-            k += 1
-            total += fn[i]
-            for r in range(3):
-                z[r] += fn[i] * p2[i, r]
-        else:
-            off = True
-    local = np.empty((k, 2))
-    j = 0
-    for i in range(m):
-        if sel[i]:
-            d0, d1, d2 = p2[i, 0] - origin[0], p2[i, 1] - origin[1], p2[i, 2] - origin[2]
-            for c in range(2):
-                local[j, c] = d0 * R[0, c] + d1 * R[1, c] + d2 * R[2, c]
-            j += 1
-    hull = hull_2d(local)
-    zmp = np.full(3, np.nan)
-    if off:
-        return zmp, hull, 1, -1
-    if total < min_normal_force:
-        return zmp, hull, 2, -1
-    for r in range(3):
-        zmp[r] = z[r] / total
-    zl = np.empty(2)
-    d0, d1, d2 = zmp[0] - origin[0], zmp[1] - origin[1], zmp[2] - origin[2]
-    for c in range(2):
-        zl[c] = d0 * R[0, c] + d1 * R[1, c] + d2 * R[2, c]
-    return zmp, hull, 0, 1 if in_polygon(zl, hull, 1e-6) else 0
-
-
-@kernel((F2, F1, B1, F1s), error_model="numpy")
-def contact_extremes(fc, phi, active, mu):
-    """The cone violation ``max(‖f_t‖ − μ_i f_n, 0)`` over the contacts (0 if none), the most
-    negative normal force of the active ones (0 if none) and the penetration
-    ``max(0, −min φ)`` (0 if none)."""
-    cone, fmin, pen = 0.0, np.inf, 0.0
-    for i in range(phi.shape[0]):
-        cone = max(cone, np.sqrt(fc[i, 0] ** 2 + fc[i, 1] ** 2) - mu[i] * fc[i, 2])
-        if active[i]:
-            fmin = min(fmin, fc[i, 2])
-        pen = max(pen, -phi[i])
-    return cone, 0.0 if fmin == np.inf else fmin, pen
-
-
 def _layout(robot: RobotModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per contact body: the index of its joint in ``robot.contact_joints``, the sole frame's
     placement in that joint's frame (3, 4), and its first and last+1 point (cached)."""
@@ -687,142 +476,6 @@ def _layout(robot: RobotModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cached = (idx, sole, ranges)
         robot._observer_layout = cached
     return cached
-
-
-@kernel((F2, F2, F1s, F3, I1, F3, I2, f8), error_model="numpy")
-def sole_wrenches(p, f_world, fn, placements, body_joint, sole, ranges, min_normal_force):
-    """Per contact body k with sole frame ``(R_k, o_k)`` = joint placement × sole placement:
-    ``[R_kᵀ Σ f_i; R_kᵀ Σ (p_i − o_k) × f_i]`` (6,), ``Σ f_n,i`` and the CoP
-    ``Σ f_n,i p_i / Σ f_n,i`` (NaN below ``min_normal_force``) — module docstring."""
-    nb = body_joint.shape[0]
-    W = np.zeros((nb, 6))
-    normal = np.zeros(nb)
-    cop = np.full((nb, 3), np.nan)
-    for k in range(nb):
-        R, o = _sole_pose(placements[body_joint[k]], sole[k])
-        F = np.zeros(3)
-        T = np.zeros(3)
-        cp = np.zeros(3)
-        total = 0.0
-        for i in range(ranges[k, 0], ranges[k, 1]):
-            d0, d1, d2 = p[i, 0] - o[0], p[i, 1] - o[1], p[i, 2] - o[2]
-            f0, f1, f2 = f_world[i, 0], f_world[i, 1], f_world[i, 2]
-            F[0] += f0
-            F[1] += f1
-            F[2] += f2
-            T[0] += d1 * f2 - d2 * f1
-            T[1] += d2 * f0 - d0 * f2
-            T[2] += d0 * f1 - d1 * f0
-            total += fn[i]
-            for r in range(3):
-                cp[r] += fn[i] * p[i, r]
-        for r in range(3):
-            W[k, r] = R[0, r] * F[0] + R[1, r] * F[1] + R[2, r] * F[2]
-            W[k, 3 + r] = R[0, r] * T[0] + R[1, r] * T[1] + R[2, r] * T[2]
-        normal[k] = total
-        if total >= min_normal_force:
-            for r in range(3):
-                cop[k, r] = cp[r] / total
-    return W, normal, cop
-
-
-@kernel((F2,), error_model="numpy")
-def hull_2d(points):
-    """Counter-clockwise convex hull of 2-D points (Andrew's monotone chain), the compiled
-    ``convex_hull``: points rounded to 1e-12 and deduplicated first, so collinear and repeated
-    points give the same hull."""
-    n = points.shape[0]
-    pts = np.empty((n, 2))
-    for i in range(n):
-        pts[i, 0] = np.round(points[i, 0], 12)
-        pts[i, 1] = np.round(points[i, 1], 12)
-    order = np.argsort(pts[:, 1], kind="mergesort")  # lexicographic: by x, then y
-    pts = pts[order]
-    order = np.argsort(pts[:, 0], kind="mergesort")
-    pts = pts[order]
-    u = np.empty((n, 2))
-    k = 0
-    for i in range(n):
-        if k == 0 or pts[i, 0] != u[k - 1, 0] or pts[i, 1] != u[k - 1, 1]:
-            u[k] = pts[i]
-            k += 1
-    if k <= 2:
-        return u[:k].copy()
-    hull = np.empty((2 * k, 2))
-    h = 0
-    for sweep in range(2):
-        start = h
-        for j in range(k):
-            i = j if sweep == 0 else k - 1 - j
-            while h - start >= 2:
-                o, a = hull[h - 2], hull[h - 1]
-                cross = (a[0] - o[0]) * (u[i, 1] - o[1]) - (a[1] - o[1]) * (u[i, 0] - o[0])
-                if cross > 0:
-                    break
-                h -= 1
-            hull[h] = u[i]
-            h += 1
-        h -= 1  # the last point of each chain starts the other
-    return hull[:h].copy()
-
-
-@kernel((F1, F2, f8), error_model="numpy")
-def in_polygon(point, polygon, tol):
-    """The compiled ``point_in_polygon`` (counter-clockwise convex polygon, or a segment or a
-    point)."""
-    n = polygon.shape[0]
-    if n == 0:
-        return False
-    if n == 1:
-        return np.hypot(point[0] - polygon[0, 0], point[1] - polygon[0, 1]) <= tol
-    if n == 2:
-        ab0, ab1 = polygon[1, 0] - polygon[0, 0], polygon[1, 1] - polygon[0, 1]
-        ap0, ap1 = point[0] - polygon[0, 0], point[1] - polygon[0, 1]
-        s = min(1.0, max(0.0, (ap0 * ab0 + ap1 * ab1) / (ab0 * ab0 + ab1 * ab1)))
-        return np.hypot(ap0 - s * ab0, ap1 - s * ab1) <= tol
-    for i in range(n):
-        j = (i + 1) % n
-        e0, e1 = polygon[j, 0] - polygon[i, 0], polygon[j, 1] - polygon[i, 1]
-        r0, r1 = point[0] - polygon[i, 0], point[1] - polygon[i, 1]
-        if e0 * r1 - e1 * r0 < -tol:
-            return False
-    return True
-
-
-@kernel((F2, F2s, F2, F1, B1, f8, f8, F2, F1), error_model="numpy")
-def support_terms(p, local, fc, phi, active, mu, min_normal_force, R_t, origin):
-    """The force ZMP (NaN when Σ f_n < ``min_normal_force``), the support polygon (hull of the
-    active points with f_n > 0, surface coordinates), whether the ZMP lies in it (−1: no ZMP),
-    the cone violation ``max(‖f_t‖ − μ f_n, 0)``, the most negative normal force of the active
-    points (0 if none) and the penetration ``max(0, −min φ)``."""
-    m = p.shape[0]
-    total = 0.0
-    z = np.zeros(3)
-    cone, fmin, pen = 0.0, np.inf, 0.0
-    sel = np.zeros(m, dtype=np.bool_)
-    for i in range(m):
-        fn = fc[i, 2]
-        total += fn
-        for r in range(3):
-            z[r] += fn * p[i, r]
-        cone = max(cone, np.hypot(fc[i, 0], fc[i, 1]) - mu * fn)
-        if active[i]:
-            fmin = min(fmin, fn)
-            sel[i] = fn > 0.0
-        pen = max(pen, -phi[i])
-    hull = hull_2d(local[sel])
-    zmp = np.full(3, np.nan)
-    inside = -1
-    if total >= min_normal_force:
-        for r in range(3):
-            zmp[r] = z[r] / total
-        zl = np.empty(2)
-        for r in range(2):
-            zl[r] = (R_t[r, 0] * (zmp[0] - origin[0]) + R_t[r, 1] * (zmp[1] - origin[1])
-                     + R_t[r, 2] * (zmp[2] - origin[2]))
-        inside = 1 if in_polygon(zl, hull, 1e-6) else 0
-    return zmp, hull, inside, max(cone, 0.0), 0.0 if fmin == np.inf else fmin, pen
-
 
 
 def configured_point_rows(robot: RobotModel, contacts, tol: float = 1e-6) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from biped_contact_sim.robot.kernels import euler_velocity
+from biped_contact_sim.robot.model_kernels import euler_velocity
 
 
 def chart_velocity(model: pin.Model, q: np.ndarray, xi: np.ndarray,

@@ -28,7 +28,7 @@ import pinocchio as pin
 from biped_contact_sim.contact import ContactModel, ContactState
 from biped_contact_sim.errors import DIVERGED, ConfigError, DivergenceError, InputError
 from biped_contact_sim.robot import RobotModel, TermsWorkspace
-from biped_contact_sim.robot.kernels import (
+from biped_contact_sim.robot.model_kernels import (
     clamp_torques,
     euler_into,
     pack_points,
@@ -44,18 +44,13 @@ from biped_contact_sim.sim.collision import CollisionSettings, Contacts
 from biped_contact_sim.sim.collision_kernels import F_COLS, F_MU, F_PT, I_ID
 from biped_contact_sim.sim.contact_geometry import (
     GeometryContacts,
-    detect_step,
     step_placements,
     step_points,
     world_from_terrain,
 )
-from biped_contact_sim.sim.integrator import (
-    contact_energy,
-    free_bodies,
-    momentum_size,
-    momentum_terms,
-    transport,
-)
+from biped_contact_sim.sim.contact_geometry_kernels import detect_step
+from biped_contact_sim.sim.integrator import free_bodies, momentum_size
+from biped_contact_sim.sim.integrator_kernels import contact_energy, momentum_terms, transport
 from biped_contact_sim.sim.rk4 import rk4_step
 from biped_contact_sim.sim.step_result import _EMPTY, _LAZY, StepResult, StepTerms
 from biped_contact_sim.sim.terrain import PlaneTerrain
@@ -346,7 +341,7 @@ class Simulator:
                       contacts: Contacts | None = None,
                       momentum: bool = True) -> tuple[StepTerms, ContactState]:
         """The contact model's view of (q, v) under τ: points in contact frames, Jacobians,
-        drifts and the factor of M (``TermsWorkspace``, ``robot.kernels.step_terms``); also
+        drifts and the factor of M (``TermsWorkspace``, ``robot.model_kernels.step_terms``); also
         sets the external force active at the current time.
 
         With geometry contacts, q and v are the whole model's (``full_state``; the robot's
@@ -361,12 +356,7 @@ class Simulator:
         Raises:
             InputError: τ has the wrong length or is not finite.
         """
-        if type(tau) is not np.ndarray or tau.dtype != np.float64:
-            tau = np.asarray(tau, dtype=float)
-        if tau.shape != (self._n_joints,):
-            raise InputError(f"torque command has shape {tau.shape}; expected "
-                             f"({self._n_joints},) for joints "
-                             + ", ".join(self.robot.actuated_joint_names))
+        tau = self._torque(tau)
         ws = self.workspace
         ws.compute(q, v)
         extra = self._zero_nv
@@ -490,7 +480,7 @@ class Simulator:
         return result
 
     # Each terms source returns (q, v, W, m, state, τ clamped, energy, extra): the whole
-    # model's state, the step buffer of ``robot.kernels.step_terms`` and its point count, the
+    # model's state, the step buffer of ``robot.model_kernels.step_terms`` and its point count, the
     # contact state, the energy at (q, v); ``extra`` says how the result's views are made.
     def _general_terms(self, tau: np.ndarray) -> tuple:
         """Any case (external forces, free objects, RK4): ``contact_state``."""

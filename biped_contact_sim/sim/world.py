@@ -42,8 +42,8 @@ import numpy as np
 import pinocchio as pin
 
 from biped_contact_sim.errors import ConfigError
-from biped_contact_sim.jit import F1s, kernel
 from biped_contact_sim.robot.config import read_yaml_file
+from biped_contact_sim.sim.world_kernels import frame_from_normal
 
 #: keys allowed at each level of the schema (the error for another key lists them)
 _WORLD_KEYS = ("ground", "planes", "boxes", "objects", "materials", "robot_material")
@@ -146,30 +146,6 @@ class World:
 def plane_frame(normal: np.ndarray) -> np.ndarray:
     """``[t₁ t₂ n]`` of a unit normal n (``frame_from_normal``)."""
     return frame_from_normal(np.asarray(normal, float))
-
-
-@kernel((F1s,), error_model="numpy")
-def frame_from_normal(n):
-    """The contact frame ``[t₁ t₂ n]`` (columns) of a unit normal n: ``t₂ ∝ n × e_x`` with
-    t₂·e_y ≥ 0 (``n × e_z`` for a normal along ±x), ``t₁ = t₂ × n``. Flat ground gives the
-    identity and a ramp ``n = (sin α, 0, cos α)`` the frame of ``PlaneTerrain`` (t₁ downhill).
-    """
-    t2 = np.array([0.0, n[2], -n[1]])  # n × e_x
-    s = np.sqrt(t2[0] ** 2 + t2[1] ** 2 + t2[2] ** 2)
-    if s < 1e-9:  # n along ±x
-        t2 = np.array([n[1], -n[0], 0.0])  # n × e_z
-        s = np.sqrt(t2[0] ** 2 + t2[1] ** 2 + t2[2] ** 2)
-    t2 = t2 / s
-    if t2[1] < 0.0 or (t2[1] == 0.0 and t2[2] < 0.0):
-        t2 = -t2
-    C = np.empty((3, 3))
-    C[0, 0] = t2[1] * n[2] - t2[2] * n[1]
-    C[1, 0] = t2[2] * n[0] - t2[0] * n[2]
-    C[2, 0] = t2[0] * n[1] - t2[1] * n[0]
-    for r in range(3):
-        C[r, 1] = t2[r]
-        C[r, 2] = n[r]
-    return C
 
 
 # ------------------------------------------------------------------------- parsing

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from biped_contact_sim.errors import InputError
-from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
+from biped_contact_sim.solvers.fischer_burmeister_kernels import fischer_burmeister_kernel
 from biped_contact_sim.solvers.linalg import gauss_solve
 from biped_contact_sim.solvers.result import (
     BAD_VALUE,
@@ -82,7 +82,7 @@ def fischer_burmeister_lcp(A, b, *, z0=None, tol: float = 1e-10, max_iter: int =
         sigma: Armijo sufficient-decrease constant, in (0, 1/2).
         beta: backtracking factor, in (0, 1).
         reference: run the numpy reference instead of the compiled kernel
-            (``solvers.fischer_burmeister_kernel``, the same steps; the tests compare them).
+            (``solvers.fischer_burmeister_kernels``, the same steps; the tests compare them).
 
     Returns:
         SolverResult with ``x = z`` (not clipped), ``w = A z + b``, ``iterations`` = Newton

@@ -25,8 +25,12 @@ import math
 import numpy as np
 
 from biped_contact_sim.errors import InputError
-from biped_contact_sim.solvers.gauss_seidel_kernel import NEWTON_MAX, angle_gap, gauss_seidel_kernel
-from biped_contact_sim.solvers.gauss_seidel_kernel import REG as _REG
+from biped_contact_sim.solvers.gauss_seidel_kernels import (
+    NEWTON_MAX,
+    angle_gap,
+    gauss_seidel_kernel,
+)
+from biped_contact_sim.solvers.gauss_seidel_kernels import REG as _REG
 from biped_contact_sim.solvers.result import (
     BAD_LENGTH,
     BAD_VALUE,
@@ -71,7 +75,7 @@ def gauss_seidel_coulomb(G, c, mu, *, f0=None, tol: float = 1e-10, max_sweeps: i
         max_sweeps: cap on sweeps.
         omega: relaxation factor in (0, 2); 1 is plain Gauss–Seidel.
         reference: run the numpy reference instead of the compiled kernel
-            (``solvers.gauss_seidel_kernel``, the same steps; the tests compare the two).
+            (``solvers.gauss_seidel_kernels``, the same steps; the tests compare the two).
 
     Returns:
         SolverResult with ``x = f`` (3m,), ``w = v = G f + c``, ``iterations`` = sweeps,
@@ -104,7 +108,7 @@ def gauss_seidel_coulomb(G, c, mu, *, f0=None, tol: float = 1e-10, max_sweeps: i
                                                      max_sweeps, omega, v)
         status = STATUS_CONVERGED if converged else STATUS_MAX_ITER
         return SolverResult(f, v, converged, status, sweeps, res)
-    return _gauss_seidel_numpy(G, c, mu, f, tol, max_sweeps, omega)
+    return gauss_seidel_reference(G, c, mu, f, tol, max_sweeps, omega)
 
 
 def _block_inverses(W: np.ndarray) -> np.ndarray:
@@ -129,7 +133,7 @@ def _block_inverses(W: np.ndarray) -> np.ndarray:
                      (w01 * w02 - w00 * w12) / d, (w00 * w11 - w01 * w01) / d], axis=1)
 
 
-def _gauss_seidel_numpy(G, c, mu, f, tol, max_sweeps, omega) -> SolverResult:
+def gauss_seidel_reference(G, c, mu, f, tol, max_sweeps, omega) -> SolverResult:
     """The numpy reference of :func:`gauss_seidel_coulomb` (validated input, m > 0)."""
     m = len(mu)
     # Diagonal blocks W_i (m, 3, 3), symmetrised, and their inverses, as Python floats: the

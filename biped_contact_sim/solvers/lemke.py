@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from biped_contact_sim.errors import InputError
-from biped_contact_sim.solvers.lemke_kernel import POLISH_TOL as _POLISH_TOL
-from biped_contact_sim.solvers.lemke_kernel import TIE_TOL as _TIE_TOL
-from biped_contact_sim.solvers.lemke_kernel import lemke_kernel
+from biped_contact_sim.solvers.lemke_kernels import POLISH_TOL as _POLISH_TOL
+from biped_contact_sim.solvers.lemke_kernels import TIE_TOL as _TIE_TOL
+from biped_contact_sim.solvers.lemke_kernels import lemke_kernel
 from biped_contact_sim.solvers.linalg import gauss_solve
 from biped_contact_sim.solvers.result import (
     BAD_VALUE,
@@ -48,7 +48,7 @@ _WHO = "lemke"
 #: tableau (cond(A) ~ 1e18 for coplanar sole points) can leave a normally terminated pivoting
 #: far from a solution, and that is reported ``inaccurate``.
 RESIDUAL_TOL = 1e-9
-# Integer status codes of the compiled kernel (solvers.lemke_kernel), in this order.
+# Integer status codes of the compiled kernel (solvers.lemke_kernels), in this order.
 STATUSES = (STATUS_CONVERGED, STATUS_RAY, STATUS_MAX_PIVOTS, STATUS_INACCURATE)
 
 
@@ -83,7 +83,7 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12, max_pivots: int | No
     two (by residual) is returned. The answer is reported ``converged`` only if its residual
     is at most ``residual_tol·‖b‖∞``; otherwise ``inaccurate``.
 
-    The work is done by the compiled kernel ``solvers.lemke_kernel.lemke_kernel`` (numba);
+    The work is done by the compiled kernel ``solvers.lemke_kernels.lemke_kernels`` (numba);
     ``reference=True`` runs the numpy implementation of the same steps, which the tests
     compare it with (equal forces and statuses).
 
@@ -125,7 +125,7 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12, max_pivots: int | No
     max_pivots = default_max_pivots(n) if max_pivots is None else check_count(
         max_pivots, _WHO, "max_pivots")
     if reference:
-        return _lemke_numpy(A, b, d, pivot_tol, max_pivots, residual_tol)
+        return lemke_reference(A, b, d, pivot_tol, max_pivots, residual_tol)
     A, b, d = (np.ascontiguousarray(x) for x in (A, b, d))
     z, w = np.empty(n), np.empty(n)
     status, pivots, res = lemke_kernel(A, b, d, pivot_tol, max_pivots, residual_tol, z, w,
@@ -133,7 +133,7 @@ def lemke(A, b, *, covering=None, pivot_tol: float = 1e-12, max_pivots: int | No
     return SolverResult(z, w, status == 0, STATUSES[status], pivots, res)
 
 
-def _lemke_numpy(A, b, d, pivot_tol, max_pivots, residual_tol) -> SolverResult:
+def lemke_reference(A, b, d, pivot_tol, max_pivots, residual_tol) -> SolverResult:
     """The numpy reference of :func:`lemke` (validated input)."""
     n = A.shape[0]
     if n == 0 or b.min() >= 0.0:  # z = 0 is a solution: w = b ≥ 0

@@ -2,8 +2,9 @@
 docstring gives the method: impacts, active set, the acceleration LCP with its warm start,
 Fischer–Burmeister then Lemke, the impulsive Painlevé fallback).
 
-``build_lcp_kernel`` is tested equal to the readable numpy ``AccelerationLCPContact.lcp``; the
-solvers it calls are tested against their numpy references (test_lemke, test_gauss_seidel_fb).
+``build_lcp_kernel`` is tested equal to the readable numpy
+``AccelerationLCPContact.build_lcp_reference``; the solvers it calls are tested against their numpy
+references (test_lemke, test_gauss_seidel_fb).
 """
 
 from __future__ import annotations
@@ -12,20 +13,24 @@ import math
 
 import numpy as np
 
-from biped_contact_sim.contact.acceleration_lcp_warm import FAILED, SOLVED, warm_basis_step
-from biped_contact_sim.contact.base import packed_delassus
-from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts, impact_kernel
+from biped_contact_sim.contact.acceleration_lcp_warm_kernels import FAILED, SOLVED, warm_basis_step
+from biped_contact_sim.contact.base_kernels import packed_delassus
+from biped_contact_sim.contact.gauss_seidel_kernels import (
+    candidates,
+    gather_contacts,
+    impact_kernel,
+)
 from biped_contact_sim.jit import B1, F1, F2, I1, I2, F1s, I1s, b1, f8, i8, kernel
-from biped_contact_sim.robot.kernels import unpack
-from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
-from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
-from biped_contact_sim.solvers.lemke_kernel import lemke_kernel, pivoting_basis_solve
-from biped_contact_sim.solvers.warm_start import basic_flags, match_keys
+from biped_contact_sim.robot.model_kernels import unpack
+from biped_contact_sim.solvers.fischer_burmeister_kernels import fischer_burmeister_kernel
+from biped_contact_sim.solvers.gauss_seidel_kernels import gauss_seidel_kernel
+from biped_contact_sim.solvers.lemke_kernels import lemke_kernel, pivoting_basis_solve
+from biped_contact_sim.solvers.warm_start_kernels import basic_flags, match_keys
 
 
 @kernel((F2, F1, F2, F1, F1, B1, f8, F2, f8, f8, F2, F2, F1))
 def build_lcp_kernel(G, b, vc, phi, mu, sticking, dt, D, beta, eps, slip_u, A, q):
-    """The acceleration LCP of step 3 (``AccelerationLCPContact.lcp``), compiled.
+    """The acceleration LCP of step 3 (``AccelerationLCPContact.build_lcp_reference``), compiled.
 
     Over a active points (G (3a, 3a), b (3a,), vc (a, 3)); ``sticking`` (a,) bool; ``slip_u``
     (a, 2) receives the sliding directions ``ṗ_t/‖ṗ_t‖``. Unknowns ``z = [f_n; β; λ]`` (β, λ
@@ -111,7 +116,7 @@ ACC_STATS = ("candidates", "active", "sliding", "system_size", "impacts", "zeno_
 
 # Principal pivots tried on a warm basis that misses the test (pivoting_basis_solve).
 MAX_FLIPS = 4
-# Length of the params array (acceleration_lcp_kernel).
+# Length of the params array (acceleration_lcp_kernels).
 N_PARAMS = 11
 
 
@@ -119,7 +124,7 @@ N_PARAMS = 11
 def acceleration_lcp_step(W, m, nv, nj, drift, vc_all, phi_all, mu_all, dt, keys_all, f_all,
                           stats, work, impacting_all, keys_buf, stored, active):
     """The step on the simulator's buffer in one call: the warm basis on the factor
-    (``acceleration_lcp_warm.warm_basis_step``), else ``acceleration_lcp_kernel`` on
+    (``acceleration_lcp_warm_kernels.warm_basis_step``), else ``acceleration_lcp_kernel`` on
     ``packed_delassus(W, m, nv, nj, all points, drift)``.
 
     ``work`` = [params (N_PARAMS) | D (2, d) | e (m) | rows (2, m, width)] and ``keys_buf``

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from biped_contact_sim.jit import F1, F2, f8, i8, kernel
-from biped_contact_sim.solvers.lemke_kernel import lu_solve
+from biped_contact_sim.solvers.lemke_kernels import lu_solve
 
 # Sufficient descent: ∇Ψᵀd ≤ −ANGLE ‖∇Ψ‖ ‖d‖ (see solvers.fischer_burmeister).
 ANGLE = 1e-12

@@ -8,10 +8,10 @@ c) and ``Y_r = X C_r`` (the row of unknown r: the normal for ``f_n``, the facet 
 force block of the LCP matrix is ``A_rc = Y_rᵀ Y_c + ε δ_rc``, so only the entries of the basic
 set (8–16 of the 48 unknowns of a standing biped) are formed, and ``w = A z + q`` over all
 unknowns comes from ``u = Σ_c Y_c z_c`` and ``Xᵀ u``. The dense path
-(``acceleration_lcp_kernel``) forms the (3a × 3a) G, the (n × n) A and solves the same basis:
+(``acceleration_lcp_kernels``) forms the (3a × 3a) G, the (n × n) A and solves the same basis:
 the same LCP, the same acceptance test, a few times the work.
 
-The re-solve is repaired by single principal pivots (``solvers.lemke_kernel.
+The re-solve is repaired by single principal pivots (``solvers.lemke_kernels.
 pivoting_basis_solve``, the same rule on the dense A) and taken only when it meets
 Fischer–Burmeister's convergence test ``‖Φ‖∞ ≤ tol``; otherwise the dense path runs
 Fischer–Burmeister from the previous solution (and Lemke), as before.
@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from biped_contact_sim.jit import F1, F2, I1, F1s, I1s, b1, f8, i8, kernel
-from biped_contact_sim.solvers.lemke_kernel import lu_solve_inplace, most_violated
+from biped_contact_sim.solvers.lemke_kernels import lu_solve_inplace, most_violated
 
 # Return codes of warm_basis_step.
 NOT_TRIED, SOLVED, FAILED = 0, 1, -1
@@ -37,11 +37,12 @@ def warm_basis_step(X, Jc, af, gc, drift, vc_all, phi_all, mu_all, dt, D, params
     """The stored basis re-solved on the factor (module docstring); steps 1–3 of
     contact/acceleration_lcp.py when no candidate approaches faster than the impact threshold.
 
-    Arguments as ``acceleration_lcp_kernel`` (``X, Jc, af, gc`` from ``robot.kernels.unpack``,
-    ``drift``: keep γ_c in b). Returns ``SOLVED`` (f_all, rows_out, stats written as the dense
-    path would), ``NOT_TRIED`` (an impact or a point in flight, a contact without a stored row,
-    a changed stick/slide flag, a slide → stick reversal: nothing written) or ``FAILED`` (the
-    basis and its pivots miss the test; nothing written).
+    Arguments as ``acceleration_lcp_kernels.acceleration_lcp_kernel`` (``X, Jc, af, gc`` from
+    ``robot.model_kernels.unpack``, ``drift``: keep γ_c in b). Returns ``SOLVED`` (f_all,
+    rows_out, stats written as the dense path would), ``NOT_TRIED`` (an impact or a point in
+    flight, a contact without a stored row, a changed stick/slide flag, a slide → stick
+    reversal: nothing written) or ``FAILED`` (the basis and its pivots miss the test; nothing
+    written).
     """
     m_all = phi_all.shape[0]
     margin, thr, slip_v, beta = params[0], params[1], params[2], params[3]

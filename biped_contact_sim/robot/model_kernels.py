@@ -34,6 +34,7 @@ from biped_contact_sim.jit import (
     F3,
     I1,
     I2,
+    F1s,
     F2f,
     F2s,
     F3s,
@@ -88,31 +89,28 @@ def point_terms(J, v, rotations, translations, velocities, accelerations, suppor
     return p, phi, pt, vc, placements
 
 
+@kernel((ro(F2s), ro(F1s), F2), error_model="numpy")
+def placement_into(R, t, placement):
+    """``placement = [R | t]`` (3 × 4)."""
+    for r in range(3):
+        placement[r, 0] = R[r, 0]
+        placement[r, 1] = R[r, 1]
+        placement[r, 2] = R[r, 2]
+        placement[r, 3] = t[r]
+
+
 @kernel((ro(F3s), ro(F2s), F3), error_model="numpy")
 def placements_into(rotations, translations, placements):
     """``placements[b] = [R_b | t_b]`` for every b < len(placements)."""
     for b in range(placements.shape[0]):
-        R = rotations[b]
-        t = translations[b]
-        for r in range(3):
-            placements[b, r, 0] = R[r, 0]
-            placements[b, r, 1] = R[r, 1]
-            placements[b, r, 2] = R[r, 2]
-            placements[b, r, 3] = t[r]
+        placement_into(rotations[b], translations[b], placements[b])
 
 
 @kernel((ro(F3s), ro(F2s), I1, F3), error_model="numpy")
 def joint_placements_into(rotations, translations, joints, placements):
     """``placements[b] = [R_j | t_j]`` of joint ``j = joints[b]``."""
     for b in range(joints.shape[0]):
-        j = joints[b]
-        R = rotations[j]
-        t = translations[j]
-        for r in range(3):
-            placements[b, r, 0] = R[r, 0]
-            placements[b, r, 1] = R[r, 1]
-            placements[b, r, 2] = R[r, 2]
-            placements[b, r, 3] = t[r]
+        placement_into(rotations[joints[b]], translations[joints[b]], placements[b])
 
 
 @kernel(
@@ -337,18 +335,9 @@ def unpack(W, m, nv, nj):
 
 
 def unpack_views(W: np.ndarray, m: int, nv: int, nj: int) -> tuple[np.ndarray, ...]:
-    """``unpack`` for Python callers (the same views, by numpy slicing; the offsets in plain
-    integer arithmetic, as ``unpack``: an ``np.cumsum`` of them cost more than the slicing)."""
-    n3 = 3 * m
-    o1 = n3 * nv
-    o2 = o1 + n3
-    o3 = o2 + nv * n3
-    o4 = o3 + nv * nv
-    o5 = o4 + nv
-    o6 = o5 + nv
-    o7 = o6 + nv
-    return (W[:o1].reshape(n3, nv), W[o1:o2], W[o2:o3].reshape(nv, n3),
-            W[o3:o4].reshape(nv, nv), W[o4:o5], W[o5:o6], W[o6:o7], W[o7:o7 + nj])
+    """``unpack`` for Python callers: its Python function (the same views by numpy slicing,
+    without the dispatcher's typing of every argument)."""
+    return unpack.py_func(W, m, nv, nj)
 
 
 @kernel((F1, F1, F1), error_model="numpy")

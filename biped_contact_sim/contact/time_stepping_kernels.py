@@ -2,8 +2,9 @@
 gives the method: the velocity–impulse LCP of Bravo & Rengifo eqs. 24–26 with a polyhedral
 cone, its warm-started basis, Lemke, Fischer–Burmeister and the Gauss–Seidel fallback).
 
-``build_lcp_kernel`` is tested equal to the readable numpy ``TimeSteppingContact.lcp``;
-``warm_basis_solve`` against ``lemke_kernel.basis_solve``; the solvers it calls against their
+``build_lcp_kernel`` is tested equal to the readable numpy
+``TimeSteppingContact.build_lcp_reference``; ``warm_basis_solve`` against
+``lemke_kernels.basis_solve``; the solvers it calls against their
 numpy references (test_lemke, test_gauss_seidel_fb).
 """
 
@@ -13,23 +14,24 @@ import math
 
 import numpy as np
 
-from biped_contact_sim.contact.base import packed_delassus
-from biped_contact_sim.contact.gauss_seidel import candidates, gather_contacts
+from biped_contact_sim.contact.base_kernels import packed_delassus
+from biped_contact_sim.contact.gauss_seidel_kernels import candidates, gather_contacts
 from biped_contact_sim.jit import B1, F1, F2, I1, F1s, I1s, f8, i8, kernel
-from biped_contact_sim.solvers.fischer_burmeister_kernel import fischer_burmeister_kernel
-from biped_contact_sim.solvers.gauss_seidel_kernel import gauss_seidel_kernel
-from biped_contact_sim.solvers.lemke_kernel import (
+from biped_contact_sim.solvers.fischer_burmeister_kernels import fischer_burmeister_kernel
+from biped_contact_sim.solvers.gauss_seidel_kernels import gauss_seidel_kernel
+from biped_contact_sim.solvers.lemke_kernels import (
     basic_indices,
     lcp_residual,
     lemke_kernel,
     lu_solve,
 )
-from biped_contact_sim.solvers.warm_start import basic_flags, match_keys
+from biped_contact_sim.solvers.warm_start_kernels import basic_flags, match_keys
 
 
 @kernel((F2, F1, F2, F1, F1s, f8, F2, f8, f8, F2, F1))
 def build_lcp_kernel(G, b, vc, phi, mu, dt, D, beta, eps, A, q):
-    """The LCP ``(A, q)`` of the module docstring (``TimeSteppingContact.lcp``), compiled.
+    """The LCP ``(A, q)`` of the module docstring (``TimeSteppingContact.build_lcp_reference``),
+    compiled.
 
     ``G`` (3m, 3m), ``b`` (3m,), ``vc`` (m, 3), ``phi``/``mu`` (m,), ``D`` (2, d); ``eps`` is
     the absolute regularisation. Fills A (m(2+d), m(2+d)) and q.
@@ -136,7 +138,7 @@ def lcp_unknowns(m, d, cols, kind, point, direction):
 def warm_basis_solve(G, D, mu, eps, q, cols, z, w):
     """The complementary basis ``cols`` of the LCP of the module docstring: ``A_BB z_B = −q_B``
     (``build_lcp_kernel``'s block, by Cholesky when it is symmetric positive definite, else by
-    ``lemke_kernel.lu_solve`` as ``basis_solve`` on the whole A), ``z_N = 0``; then
+    ``lemke_kernels.lu_solve`` as ``basis_solve`` on the whole A), ``z_N = 0``; then
     ``w = A z + q`` in the contact space, without A: the impulse ``P = N p_n + T β``,
     ``v = G P`` and ``w = [Nᵀv + ε p_n; Tᵀv + ε β + E λ; μ p_n − Eᵀβ] + q`` (the same numbers
     as ``A z + q`` up to rounding).
