@@ -194,19 +194,20 @@ def test_geometry_contacts_in_the_closed_loop(ros):
     print(f"\ngeometry contacts, stand/ctc: sole forces / m g = {ratio:.4f}")
 
 
-def final_state(probe, duration: float) -> tuple:
-    """Positions and velocities of the first joint_states at simulated time ``duration``."""
-    states = probe.record("joint_states", JointState, depth=1000)
+def states_until(probe, duration: float) -> dict[int, tuple]:
+    """Positions and velocities of the joint_states received until simulated time
+    ``duration``, by stamp (the probe subscribes while the loop runs: the first ones may be
+    missed, and as fast as possible the loop may be past 1 s by then)."""
+    states = probe.record("joint_states", JointState, depth=10000)
     end = round(duration * 1e9)
     assert probe.spin_until(lambda: states and stamp_ns(states[-1]) >= end, 600.0)
-    msg = next(m for m in states if stamp_ns(m) >= end)
-    return stamp_ns(msg), tuple(msg.position), tuple(msg.velocity)
+    return {stamp_ns(m): (tuple(m.position), tuple(m.velocity)) for m in states}
 
 
 def test_composed_process_runs_the_same_closed_loop():
     """composed_node (both nodes in one process, one wait set) in lockstep as fast as possible:
-    the same commands, checks and — lockstep being deterministic — the same state at t = 1 s
-    as the two processes."""
+    the same commands, checks and — lockstep being deterministic — the same state at every
+    stamp both recorded (up to t = 2 s) as the two processes."""
     states = {}
     for kind in ("composed", "separate"):
         env = RosTest()
@@ -215,14 +216,17 @@ def test_composed_process_runs_the_same_closed_loop():
                 env.start("composed", lockstep=True, real_time_factor=0.0)
             else:
                 start_loop(env, "stand", "wbc", lockstep=True, real_time_factor=0.0)
-            states[kind] = final_state(env.probe, 1.0)
+            states[kind] = states_until(env.probe, 2.0)
             r = check_closed_loop(env.probe, 1.2, MIN_BASE_HEIGHT, timeout=600.0)
             assert r.commands >= 1199
             report(f"lockstep, {kind}", "stand", "wbc", r)
         finally:
             problems = env.close()
         assert not problems, "\n".join(problems)
-    assert states["composed"] == states["separate"]
+    common = sorted(set(states["composed"]) & set(states["separate"]))
+    assert len(common) >= 100, "the two runs share too few recorded stamps to compare"
+    for stamp in common:
+        assert states["composed"][stamp] == states["separate"][stamp], stamp
 
 
 def test_controller_rejects_malformed_inputs_and_stays_up(ros):
