@@ -1,8 +1,9 @@
 """The soak (``make soak``, not part of ``make test``): the default closed loop, simulator and
 controller in lockstep at real time and 1 kHz over DDS, for ``BIPED_ROS_SOAK_S`` wall seconds
-(600 by default). Every period's state arrives once and in order (none missed or reordered
-beyond what the simulator counts), the robot stands, and the resident memory of both node
-processes stays flat: the last sample within 5 % of the one after the first minute."""
+(600 by default). Every period is answered by the controller's command (none held, none
+rejected), a probe outside the loop sees the states in order (the few it may miss on a starved
+machine counted), the robot stands, and the resident memory of both node processes stays flat:
+the last sample within 5 % of the one after the first minute."""
 
 import itertools
 import os
@@ -64,8 +65,16 @@ def test_soak_at_1_khz(ros):
           f"{reference[1] / 1024:.1f} -> {last[1] / 1024:.1f} MiB, controller "
           f"{reference[2] / 1024:.1f} -> {last[2] / 1024:.1f} MiB; lowest base "
           f"{min(heights):.3f} m")
-    assert reordered == 0 and missing == 0
+    # The loop itself: in lockstep the simulator steps a period only on the controller's
+    # command for its state, so every period was answered when every step had a command and
+    # the hold never ran.
+    assert int(values["commands_accepted"]) >= int(values["steps"]) - 1, values
+    assert int(values["safe_command_periods"]) == 0, values
     assert int(values["commands_rejected"]) == 0 and values["diverged"] == ""
+    # The probe is an observer outside the loop: on a starved machine its reader can fall more
+    # than the publisher's 200 kept states behind and lose some (counted here, never reordered).
+    assert reordered == 0
+    assert missing <= 0.01 * len(stamps), f"the probe missed {missing} of {len(stamps)} states"
     assert min(heights) > 0.6
     for k in (1, 2):
         assert last[k] <= 1.05 * reference[k], (memory[0], reference, last)
