@@ -76,6 +76,7 @@ KERNEL_MODULES = (
     "biped_contact_sim.solvers.fischer_burmeister_kernels",
     "biped_contact_sim.contact.spring_damper_kernels",
     "biped_contact_sim.contact.base_kernels",
+    "biped_contact_sim.solvers.linalg_kernels",
     "biped_contact_sim.solvers.warm_start_kernels",
     "biped_contact_sim.sim.world_kernels",
     "biped_contact_sim.sim.integrator_kernels",

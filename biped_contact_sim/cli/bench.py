@@ -56,6 +56,7 @@ from biped_contact_sim.cli.bench_loops import (
     interleave,
     median_us,
     ratio,
+    ratio_and_note,
 )
 from biped_contact_sim.contact import CONTACT_MODELS
 from biped_contact_sim.control.joint_pd import JointPD, JointPDSettings
@@ -339,8 +340,7 @@ def bench(scenario: str = BENCH_SCENARIO, steps: int = BENCH_STEPS, peer: str = 
 def _row_text(model: str, row: dict[str, Any]) -> str:
     if row["median_step_us"] is None:
         return f"  {model:20s} {'-':>10s}           ({row['error']})"
-    ratio = f"  {row['ratio_to_peer']:5.1f}× MuJoCo" if row["ratio_to_peer"] else ""
-    note = f"  ({row['error']})" if row["error"] else ""
+    ratio, note = ratio_and_note(row, 5)
     if row.get("detect_us") is not None:
         note += f"  (detection {row['detect_us']:.1f} µs, {100 * row['detect_share']:.0f} %)"
     return f"  {model:20s} {row['median_step_us']:10.1f} µs/step{ratio}{note}"

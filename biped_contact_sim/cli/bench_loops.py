@@ -136,11 +136,18 @@ def closed_loops(loops: tuple[tuple[str, str, str], ...], loop_steps: int, block
     return out
 
 
+def ratio_and_note(row: dict[str, Any], width: int) -> tuple[str, str]:
+    """A bench row's ratio to MuJoCo (``width`` characters; empty without a peer) and its error
+    note (empty without an error), as its text line shows them."""
+    ratio_text = f"  {row['ratio_to_peer']:{width}.1f}× MuJoCo" if row["ratio_to_peer"] else ""
+    note = f"  ({row['error']})" if row["error"] else ""
+    return ratio_text, note
+
+
 def _loop_text(key: str, row: dict[str, Any]) -> str:
     if row["us_per_sim_ms"] is None:
         return f"  {key:36s} -  ({row['error']})"
-    ratio_text = f"  {row['ratio_to_peer']:6.1f}× MuJoCo" if row["ratio_to_peer"] else ""
-    note = f"  ({row['error']})" if row["error"] else ""
+    ratio_text, note = ratio_and_note(row, 6)
     shares, split = row.get("time_shares") or {}, row.get("observer_shares") or {}
     text = ""
     if shares:

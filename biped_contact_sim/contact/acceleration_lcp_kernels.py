@@ -190,23 +190,8 @@ def acceleration_lcp_kernel(G_all, b_all, vc_all, phi_all, mu_all, e_all, dt, D,
     m = idx.shape[0]
     if m == 0:
         return
-    G = np.empty((3 * m, 3 * m))
-    b = np.empty(3 * m)
-    vc = np.empty((m, 3))
-    phi = np.empty(m)
-    mu = np.empty(m)
-    e = np.empty(m)
-    for a in range(m):
-        i = idx[a]
-        phi[a] = phi_all[i]
-        mu[a] = mu_all[i]
-        e[a] = e_all[i]
-        for r in range(3):
-            vc[a, r] = vc_all[i, r]
-            b[3 * a + r] = b_all[3 * i + r]
-            for c in range(m):
-                for s in range(3):
-                    G[3 * a + r, 3 * c + s] = G_all[3 * i + r, 3 * idx[c] + s]
+    G, b, vc, phi, mu, _ = gather_contacts(idx, G_all, b_all, vc_all, phi_all, mu_all)
+    e = e_all[idx]
     # Step 1: impacts (eq. 5 by Lemke, eq. 6).
     p = np.empty(m)
     vc1 = np.empty((m, 3))

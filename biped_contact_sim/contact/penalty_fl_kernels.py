@@ -10,12 +10,12 @@ import numpy as np
 from biped_contact_sim.contact.base_kernels import delassus_from_factor
 from biped_contact_sim.jit import B1, F1, F2, I1, F1s, Tuple, f8, i8, kernel
 from biped_contact_sim.robot.model_kernels import unpack
+from biped_contact_sim.solvers.linalg_kernels import cho_solve, cholesky
 
 #: [m/s] a saturated point slipping faster than this gets friction opposite its slip, a slower
 #: one along the demanded force (module docstring); the positive work the latter can do is at
 #: most dt·μ f_n·VSLIP per point and step.
 VSLIP = 0.1
-
 
 
 @kernel((F2, f8), error_model="numpy")
@@ -71,45 +71,6 @@ def pivoted_cholesky(G, tol):
     return U, perm, rank
 
 
-@kernel((F2,), error_model="numpy")
-def _cholesky(C):
-    """Lower Cholesky factor L of a symmetric positive definite C (ok = False otherwise)."""
-    k = C.shape[0]
-    L = np.zeros((k, k))
-    for j in range(k):
-        d = C[j, j]
-        for t in range(j):
-            d -= L[j, t] * L[j, t]
-        if not d > 0.0:
-            return L, False
-        L[j, j] = np.sqrt(d)
-        for i in range(j + 1, k):
-            s = C[i, j]
-            for t in range(j):
-                s -= L[i, t] * L[j, t]
-            L[i, j] = s / L[j, j]
-    return L, True
-
-
-@kernel((F2, F1), error_model="numpy")
-def _cholesky_solve(L, y):
-    """Solve ``L Lᵀ x = y``."""
-    k = L.shape[0]
-    z = np.empty(k)
-    for i in range(k):
-        s = y[i]
-        for t in range(i):
-            s -= L[i, t] * z[t]
-        z[i] = s / L[i, i]
-    x = np.empty(k)
-    for i in range(k - 1, -1, -1):
-        s = z[i]
-        for t in range(i + 1, k):
-            s -= L[t, i] * x[t]
-        x[i] = s / L[i, i]
-    return x
-
-
 @kernel((F2, F1, f8), error_model="numpy")
 def min_norm_kernel(G, r, rtol):
     """``x = G⁺ r`` for a symmetric PSD G, the compiled ``solvers.min_norm_solve`` (same
@@ -132,11 +93,12 @@ def min_norm_kernel(G, r, rtol):
     rp = np.empty(n)
     for j in range(n):
         rp[j] = r[perm[j]]
-    L, ok = _cholesky(Uk @ Uk.T)
+    ok, L = cholesky(Uk @ Uk.T, 0.0, 0.0)
     if not ok:  # the rank decision was too optimistic: the SVD route
         x = np.linalg.pinv(G, rcond=rtol) @ r
     else:
-        xp = Uk.T @ _cholesky_solve(L, _cholesky_solve(L, Uk @ rp))
+        y = cho_solve(L, cho_solve(L, (Uk @ rp).reshape(k, 1)))
+        xp = Uk.T @ y.reshape(k)
         for j in range(n):
             x[perm[j]] = xp[j]
     Gx = G @ x

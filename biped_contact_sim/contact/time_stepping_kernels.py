@@ -25,6 +25,7 @@ from biped_contact_sim.solvers.lemke_kernels import (
     lemke_kernel,
     lu_solve,
 )
+from biped_contact_sim.solvers.linalg_kernels import cho_solve, cholesky
 from biped_contact_sim.solvers.warm_start_kernels import basic_flags, match_keys
 
 
@@ -88,34 +89,14 @@ def spd_solve(M, rhs, x):
     """Solve ``M x = rhs`` for a symmetric positive definite M by Cholesky ``M = L Lᵀ`` (from
     M's lower triangle); False (x untouched) when a pivot is not positive or x is not finite."""
     n = M.shape[0]
-    L = np.empty((n, n))
-    for j in range(n):
-        d = M[j, j]
-        for t in range(j):
-            d -= L[j, t] * L[j, t]
-        if not d > 0.0:  # also NaN
-            return False
-        ljj = np.sqrt(d)
-        L[j, j] = ljj
-        for i in range(j + 1, n):
-            s = M[i, j]
-            for t in range(j):
-                s -= L[i, t] * L[j, t]
-            L[i, j] = s / ljj
-    y = np.empty(n)
+    ok, L = cholesky(M, 0.0, 0.0)
+    if not ok:  # a pivot not positive (or NaN)
+        return False
+    y = cho_solve(L, rhs.reshape(n, 1))
     for i in range(n):
-        s = rhs[i]
-        for t in range(i):
-            s -= L[i, t] * y[t]
-        y[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = y[i]
-        for t in range(i + 1, n):
-            s -= L[t, i] * y[t]
-        y[i] = s / L[i, i]
-        if not np.isfinite(y[i]):
+        if not np.isfinite(y[i, 0]):
             return False
-    x[:] = y
+    x[:] = y[:, 0]
     return True
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from biped_contact_sim.control.linalg_kernels import closed_chain, sole_centre_allocation
 from biped_contact_sim.control.wbc_kernels import frame_rows, load_shares, placement
 from biped_contact_sim.jit import B2, F1, F2, I1, F2f, F2s, b1, f8, i8, kernel, ro
+from biped_contact_sim.solvers.linalg_kernels import triangular_solve
 
 
 @kernel((F2f, F1, F2f, F2f, ro(F2s), B2, I1, F1, I1, I1, F1, i8, f8, f8, f8, F2, I1, i8, F1,
@@ -99,12 +100,7 @@ def ctc_step(M, h, J, dJ, oMf, mask, fids, v, slots, rows, a_des, nb, rcond, kd_
     if not chain:
         lam = np.linalg.solve(np.ascontiguousarray(Jb.T), tau_b)
     else:  # λ₀ = Q_1 R⁻ᵀ (M v̇ + h)_b, then the internal wrenches along Q_2
-        z = np.empty(nb)
-        for i in range(nb):
-            s = tau_b[i]
-            for c in range(i):
-                s -= R[c, i] * z[c]
-            z[i] = s / R[i, i]
+        z = triangular_solve(R, tau_b.reshape(nb, 1), True, True).reshape(nb)
         lam = np.ascontiguousarray(Q[:, :nb]) @ z
         if rho != 0.0 or alpha.size:
             null = np.ascontiguousarray(Q[:, nb:])

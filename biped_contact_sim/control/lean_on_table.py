@@ -31,7 +31,6 @@ contact model decide it, not this behaviour).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -53,6 +52,7 @@ from biped_contact_sim.control.multicontact import (
     _move,
     _sigma,
     arm_posture,
+    check_hand_params,
 )
 
 _ZERO3 = np.zeros(3)
@@ -114,16 +114,8 @@ class LeanOnTableParams:
     hold: float = 1.0
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name.endswith("_time") or f.name in ("settle", "hold"):
-                _check(f.name, value, 0.0, 60.0)
-            elif f.name == "hand_load":
-                _check(f.name, value, 0.0, 500.0, lo_open=False)
-            elif f.name in ("lean", "pre_lean", "lean_y", "push_distance", "push_height"):
-                _check(f.name, value, -0.5, 0.5, lo_open=False)
-            else:
-                _check(f.name, value, -2.0, 2.0, lo_open=False)
+        check_hand_params(self, _check, ("settle", "hold"), ("hand_load",),
+                          ("lean", "pre_lean", "lean_y", "push_distance", "push_height"), 0.5)
 
 
 class LeanOnTableBehavior(HandsBehavior):

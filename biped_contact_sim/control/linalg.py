@@ -51,7 +51,8 @@ def cholesky_reference(X: np.ndarray, rcond: float,
     below ``rcond · scale`` (default scale: max X_ii; the matrix is then too close to
     singular for the law's relative cut-off, and the caller takes the pseudo-inverse
     ``pinv_psd``). Only the lower triangle of X is read; the strict upper triangle of C is not
-    zeroed (``solve`` ignores it).
+    zeroed (``solve`` ignores it). The compiled twin is ``solvers.linalg_kernels.cholesky``
+    (shared with the contact models).
     """
     C, info = _potrf(X, lower=1)
     if info != 0:

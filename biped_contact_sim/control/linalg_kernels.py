@@ -4,8 +4,9 @@ Each kernel ``<name>`` here has its numpy reference ``<name>_reference`` in ``co
 (the tests compare them); the docstrings there give the mathematics, those here what differs in the
 implementation:
 
-* ``cholesky``/``cho_solve``: X = C Cᵀ and X⁻¹B by substitution (numba has no triangular
-  solve);
+* ``certified_cholesky``: ``solvers.linalg_kernels.cholesky`` with a certified eigenvalue
+  floor (the factorisation and ``cho_solve`` are the solvers layer's, shared with the contact
+  models);
 * ``psd_factor``: Φ* = G Gᵀ by pivoted Cholesky, greedy on the largest remaining diagonal and
   stopping below ``rcond · max diag`` (the same loop as the reference, so both choose the same
   pivots); ``whitening``: T = G (GᵀG)⁻¹;
@@ -25,63 +26,12 @@ from __future__ import annotations
 import numpy as np
 
 from biped_contact_sim.jit import F1, F2, F3, I1, F2s, b1, f8, i8, kernel, ro
+from biped_contact_sim.solvers.linalg_kernels import cho_solve, cholesky, triangular_solve
 
 #: relative floor below which a task direction leaves the null space only in part: a direction
 #: a task reaches with s² below ``NULL_FLOOR`` times its scale is numerically one that the
 #: levels above took (rounding leaves it ~1e-32), and stays free for the levels below
 NULL_FLOOR = 1e-12
-
-
-
-@kernel((F2, f8, f8))
-def cholesky(X, rcond, scale):  # pragma: no cover - compiled
-    """(ok, lower C) with X = C Cᵀ from X's lower triangle; ok False where
-    ``linalg.cholesky_reference`` returns None (a pivot ≤ 0 or C_ii² < rcond · scale; scale ≤ 0:
-    max X_ii)."""
-    n = X.shape[0]
-    if scale <= 0.0:
-        for i in range(n):
-            scale = max(scale, X[i, i])
-    C = np.zeros((n, n))
-    for j in range(n):
-        d = X[j, j]
-        for k in range(j):
-            d -= C[j, k] * C[j, k]
-        if not d > 0.0 or d < rcond * scale:
-            return False, C
-        c = np.sqrt(d)
-        C[j, j] = c
-        for i in range(j + 1, n):
-            s = X[i, j]
-            for k in range(j):
-                s -= C[i, k] * C[j, k]
-            C[i, j] = s / c
-    return True, C
-
-
-@kernel((F2, F2))
-def cho_solve(C, B):  # pragma: no cover - compiled
-    """X⁻¹ B for X = C Cᵀ (C lower), B of shape (n, m): forward and back substitution, a row
-    of B at a time (contiguous inner loops)."""
-    n, m = B.shape
-    Y = B.copy()
-    for i in range(n):
-        for k in range(i):
-            cik = C[i, k]
-            for c in range(m):
-                Y[i, c] -= cik * Y[k, c]
-        d = C[i, i]
-        for c in range(m):
-            Y[i, c] /= d
-    for i in range(n - 1, -1, -1):
-        for k in range(i + 1, n):
-            cki = C[k, i]
-            for c in range(m):
-                Y[i, c] -= cki * Y[k, c]
-        d = C[i, i]
-        for c in range(m):
-            Y[i, c] /= d
-    return Y
 
 
 @kernel((F2, f8))
@@ -364,10 +314,9 @@ def internal_force_law(W_int, D, G, T, f_task, F_meas, has_meas, f_int_ref, tens
     return d_tau, damped, ref, cmd, meas
 
 
-__all__ = ["certified_cholesky", "cho_solve", "cholesky", "constrained_space", "damped_factors",
+__all__ = ["certified_cholesky", "closed_chain", "constrained_space", "damped_factors",
            "damped_level", "internal_force_law", "internal_force_torques", "prioritized",
-           "psd_factor",
-           "task_torques", "whitening"]
+           "psd_factor", "sole_centre_allocation", "task_torques", "whitening"]
 
 
 @kernel((ro(F1), ro(F2s), ro(F2s), ro(F3), ro(F2), f8, ro(F1), ro(I1), ro(I1)))
@@ -417,8 +366,7 @@ def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - comp
     """Compiled ``control.linalg.closed_chain_reference`` (same arguments, ``vi`` an int array):
     (ok, v̇_b, q̈_a, Q, R), empty arrays where the reference returns None. The complete Q of J_b is
     numpy's QR of [J_b 0] (LAPACK ``dgeqrf``/``dorgqr``: the zero columns add identity
-    reflectors); Cholesky and the triangular solves are ``_cholesky``/``_cho_solve`` and
-    back substitution."""
+    reflectors); Cholesky and the triangular solves are ``solvers.linalg_kernels``'."""
     k, nv = Js.shape
     nj = vi.shape[0]
     m = k - nb
@@ -474,12 +422,10 @@ def closed_chain(Js, gamma, a_joints, vi, nb, rcond):  # pragma: no cover - comp
         for j in range(nj):
             s -= Js[r, vi[j]] * a_vi[j]
         e[r] = s
-    a_b = np.empty(nb)
-    for i in range(nb - 1, -1, -1):  # R v̇_b = Q_1ᵀ e
+    Qe = np.empty((nb, 1))  # R v̇_b = Q_1ᵀ e
+    for i in range(nb):
         s = 0.0
         for r in range(k):
             s += Q[r, i] * e[r]
-        for c in range(i + 1, nb):
-            s -= R[i, c] * a_b[c]
-        a_b[i] = s / R[i, i]
-    return True, a_b, a_vi, Q, R
+        Qe[i, 0] = s
+    return True, triangular_solve(R, Qe, False, False).reshape(nb), a_vi, Q, R

@@ -142,16 +142,25 @@ class MultiContactParams:
     com_period: float = 2.0
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name.endswith(("_time", "_period")) or f.name == "settle":
-                _check(f.name, value, 0.0, 60.0)
-            elif f.name in ("panel_force",):
-                _check(f.name, value, 0.0, 500.0, lo_open=False)
-            elif f.name in ("lean", "pre_lean", "lean_y", "slide_amplitude", "com_amplitude"):
-                _check(f.name, value, -0.2, 0.2, lo_open=False)
-            else:
-                _check(f.name, value, -2.0, 2.0, lo_open=False)
+        check_hand_params(self, _check, ("settle",), ("panel_force",),
+                          ("lean", "pre_lean", "lean_y", "slide_amplitude", "com_amplitude"), 0.2)
+
+
+def check_hand_params(params, check, durations: tuple[str, ...], forces: tuple[str, ...],
+                      offsets: tuple[str, ...], offset_bound: float) -> None:
+    """The range checks of a hands behaviour's parameters (``check`` its ``range_checker``):
+    the durations (``*_time``, ``*_period`` and ``durations``) in (0, 60] s, ``forces`` in
+    [0, 500] N, ``offsets`` within ±``offset_bound`` m and the other positions within ±2 m."""
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        if f.name.endswith(("_time", "_period")) or f.name in durations:
+            check(f.name, value, 0.0, 60.0)
+        elif f.name in forces:
+            check(f.name, value, 0.0, 500.0, lo_open=False)
+        elif f.name in offsets:
+            check(f.name, value, -offset_bound, offset_bound, lo_open=False)
+        else:
+            check(f.name, value, -2.0, 2.0, lo_open=False)
 
 
 def _sigma(s: float) -> tuple[float, float, float]:

@@ -217,28 +217,16 @@ def free_motion(U, D, nle, tau, v_idx, extra, Jc, tf, a, X, Uc, Dc):
 
 @kernel((F2, F1, F1), error_model="numpy")
 def solve_udut(U, D, y):
-    """``x = M⁻¹ y`` with ``M = U D Uᵀ`` (U unit upper triangular)."""
-    nv = y.shape[0]
-    z = np.empty(nv)
-    for r in range(nv - 1, -1, -1):  # U z = y
-        s = y[r]
-        for k in range(r + 1, nv):
-            s -= U[r, k] * z[k]
-        z[r] = s
-    for r in range(nv):
-        z[r] /= D[r]
-    x = np.empty(nv)
-    for r in range(nv):  # Uᵀ x = z
-        s = z[r]
-        for k in range(r):
-            s -= U[k, r] * x[k]
-        x[r] = s
+    """``x = M⁻¹ y`` with ``M = U D Uᵀ`` (U unit upper triangular), in a new array."""
+    x = np.empty(y.shape[0])
+    solve_udut_into(U, D, y, x)
     return x
 
 
 @kernel((F2, F1, F1, F1), error_model="numpy")
 def solve_udut_into(U, D, y, x):
-    """``solve_udut`` into x (not y): the same operations, without temporaries."""
+    """``x = M⁻¹ y`` (``M = U D Uᵀ``) into x (not y), without temporaries: U z = y back,
+    z /= D, Uᵀ x = z forward, z kept in x."""
     nv = y.shape[0]
     for r in range(nv - 1, -1, -1):  # U z = y, z in x
         s = y[r]
@@ -270,22 +258,29 @@ def inverse_udut(U, D):
 @kernel((F2, F1, F2, F1, F1), error_model="numpy")
 def contact_acceleration(U, D, X, a_free, f):
     """``v̇ = a_free + M⁻¹ J_cᵀ f = a_free + U⁻ᵀ D^{-1/2} X f`` (f stacked (t₁, t₂, n))."""
-    nv, n3 = X.shape
-    y = np.empty(nv)
+    x = np.empty(X.shape[0])
+    contact_acceleration_into(U, D, X, a_free, f.reshape((f.shape[0] // 3, 3)), x)
+    return x
+
+
+@kernel((F2, F1, F2, F1, F2s, F1), error_model="numpy")
+def contact_acceleration_into(U, D, X, a_free, f, a):
+    """``contact_acceleration`` into ``a`` (nv), for forces f (m, 3) of any memory layout."""
+    nv = a.shape[0]
+    m = f.shape[0]
     for r in range(nv):
         s = 0.0
-        for c in range(n3):
-            s += X[r, c] * f[c]
-        y[r] = s / np.sqrt(D[r])
-    x = np.empty(nv)
-    for r in range(nv):  # Uᵀ x = y
-        s = y[r]
+        for i in range(m):
+            for c in range(3):
+                s += X[r, 3 * i + c] * f[i, c]
+        a[r] = s / np.sqrt(D[r])
+    for r in range(nv):  # Uᵀ x = y, in place
+        s = a[r]
         for k in range(r):
-            s -= U[k, r] * x[k]
-        x[r] = s
+            s -= U[k, r] * a[k]
+        a[r] = s
     for r in range(nv):
-        x[r] += a_free[r]
-    return x
+        a[r] += a_free[r]
 
 
 @kernel((F1, F1, f8, F2), error_model="numpy")
@@ -409,21 +404,8 @@ def euler_into(W, m, nv, nj, f, v, dt, out):
     (m, 3) (any memory layout); returns ``max |v⁺|`` (NaN if v⁺ is not finite). The same
     operations as ``euler_step`` and ``dt * v⁺`` in numpy."""
     Jc, gc, X, U, D, tf, af, tc = unpack(W, m, nv, nj)
-    # contact_acceleration's operations, v̇ built in out[:nv]
-    a = out[:nv]
-    for r in range(nv):
-        s = 0.0
-        for i in range(m):
-            for c in range(3):
-                s += X[r, 3 * i + c] * f[i, c]
-        a[r] = s / np.sqrt(D[r])
-    for r in range(nv):  # Uᵀ x = y, in place
-        s = a[r]
-        for k in range(r):
-            s -= U[k, r] * a[k]
-        a[r] = s
-    for r in range(nv):
-        a[r] += af[r]
+    a = out[:nv]  # v̇ built in out[:nv]
+    contact_acceleration_into(U, D, X, af, f, a)
     vmax = 0.0
     for k in range(nv):
         vn = v[k] + dt * a[k]

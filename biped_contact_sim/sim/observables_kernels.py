@@ -26,6 +26,34 @@ def _sole_pose(P, S):
     return R, o
 
 
+@kernel((F1s, F1, f8, f8, f8, f8, F1, F1, F1), error_model="numpy")
+def _add_contact(x, o, f0, f1, f2, fn, F, T, cp):
+    """A contact at x (world) with force f = (f0, f1, f2) (world) and normal force fn, added to
+    its sole's sums (origin o): F += f, T += (x − o) × f, cp += fn x."""
+    d0, d1, d2 = x[0] - o[0], x[1] - o[1], x[2] - o[2]
+    F[0] += f0
+    F[1] += f1
+    F[2] += f2
+    T[0] += d1 * f2 - d2 * f1
+    T[1] += d2 * f0 - d0 * f2
+    T[2] += d0 * f1 - d1 * f0
+    for r in range(3):
+        cp[r] += fn * x[r]
+
+
+@kernel((F2, F1, F1, F1, f8, f8, i8, F2, F1, F2), error_model="numpy")
+def _store_sole(R, F, T, cp, total, min_normal_force, k, W, normal, cop):
+    """Row k of W (``[Rᵀ F; Rᵀ T]``, the sole frame's), normal (Σ f_n = ``total``) and cop
+    (``cp / total``; left as it is below ``min_normal_force``)."""
+    for r in range(3):
+        W[k, r] = R[0, r] * F[0] + R[1, r] * F[1] + R[2, r] * F[2]
+        W[k, 3 + r] = R[0, r] * T[0] + R[1, r] * T[1] + R[2, r] * T[2]
+    normal[k] = total
+    if total >= min_normal_force:
+        for r in range(3):
+            cop[k, r] = cp[r] / total
+
+
 @kernel((F3s, F2), error_model="numpy")
 def _world_forces(frames, fc):
     """f_i = C_i f_c,i (world) of every contact (m, 3)."""
@@ -58,24 +86,10 @@ def _sole_wrenches_into(body1, body2, p1, p2, fw, fc, placements, body_joint, so
                     continue
                 sign = 1.0 if side == 0 else -1.0
                 x = p1[i] if side == 0 else p2[i]
-                d0, d1, d2 = x[0] - o[0], x[1] - o[1], x[2] - o[2]
-                f0, f1, f2 = sign * fw[i, 0], sign * fw[i, 1], sign * fw[i, 2]
-                F[0] += f0
-                F[1] += f1
-                F[2] += f2
-                T[0] += d1 * f2 - d2 * f1
-                T[1] += d2 * f0 - d0 * f2
-                T[2] += d0 * f1 - d1 * f0
+                _add_contact(x, o, sign * fw[i, 0], sign * fw[i, 1], sign * fw[i, 2], fc[i, 2],
+                             F, T, cp)
                 total += fc[i, 2]
-                for r in range(3):
-                    cp[r] += fc[i, 2] * x[r]
-        for r in range(3):
-            W[k, r] = R[0, r] * F[0] + R[1, r] * F[1] + R[2, r] * F[2]
-            W[k, 3 + r] = R[0, r] * T[0] + R[1, r] * T[1] + R[2, r] * T[2]
-        normal[k] = total
-        if total >= min_normal_force:
-            for r in range(3):
-                cop[k, r] = cp[r] / total
+        _store_sole(R, F, T, cp, total, min_normal_force, k, W, normal, cop)
 
 
 @kernel((I1s, I1s, F2s, F2s, F3s, F2, F3, I1, F3), error_model="numpy")
@@ -241,24 +255,9 @@ def sole_wrenches(p, f_world, fn, placements, body_joint, sole, ranges, min_norm
         cp = np.zeros(3)
         total = 0.0
         for i in range(ranges[k, 0], ranges[k, 1]):
-            d0, d1, d2 = p[i, 0] - o[0], p[i, 1] - o[1], p[i, 2] - o[2]
-            f0, f1, f2 = f_world[i, 0], f_world[i, 1], f_world[i, 2]
-            F[0] += f0
-            F[1] += f1
-            F[2] += f2
-            T[0] += d1 * f2 - d2 * f1
-            T[1] += d2 * f0 - d0 * f2
-            T[2] += d0 * f1 - d1 * f0
+            _add_contact(p[i], o, f_world[i, 0], f_world[i, 1], f_world[i, 2], fn[i], F, T, cp)
             total += fn[i]
-            for r in range(3):
-                cp[r] += fn[i] * p[i, r]
-        for r in range(3):
-            W[k, r] = R[0, r] * F[0] + R[1, r] * F[1] + R[2, r] * F[2]
-            W[k, 3 + r] = R[0, r] * T[0] + R[1, r] * T[1] + R[2, r] * T[2]
-        normal[k] = total
-        if total >= min_normal_force:
-            for r in range(3):
-                cop[k, r] = cp[r] / total
+        _store_sole(R, F, T, cp, total, min_normal_force, k, W, normal, cop)
     return W, normal, cop
 
 

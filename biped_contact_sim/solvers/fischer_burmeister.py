@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from biped_contact_sim.errors import InputError
 from biped_contact_sim.solvers.fischer_burmeister_kernels import fischer_burmeister_kernel
 from biped_contact_sim.solvers.linalg import gauss_solve
 from biped_contact_sim.solvers.result import (
-    BAD_VALUE,
     STATUS_CONVERGED,
     STATUS_LINE_SEARCH,
     STATUS_MAX_ITER,
@@ -27,6 +25,7 @@ from biped_contact_sim.solvers.result import (
     as_square_matrix,
     as_vector,
     check_count,
+    check_open_interval,
     check_positive,
 )
 
@@ -100,13 +99,8 @@ def fischer_burmeister_lcp(A, b, *, z0=None, tol: float = 1e-10, max_iter: int =
     tol = check_positive(tol, _WHO, "tol")
     max_iter = check_count(max_iter, _WHO, "max_iter")
     line_search_max = check_count(line_search_max, _WHO, "line_search_max", minimum=1)
-    sigma, beta = float(sigma), float(beta)
-    if not 0.0 < sigma < 0.5:
-        raise InputError(BAD_VALUE.format(who=_WHO, name="sigma", value=sigma,
-                                          expected="in (0, 0.5)"))
-    if not 0.0 < beta < 1.0:
-        raise InputError(BAD_VALUE.format(who=_WHO, name="beta", value=beta,
-                                          expected="in (0, 1)"))
+    sigma = check_open_interval(sigma, _WHO, "sigma", 0.0, 0.5)
+    beta = check_open_interval(beta, _WHO, "beta", 0.0, 1.0)
 
     if n == 0:
         return SolverResult(z, b.copy(), True, STATUS_CONVERGED, 0, 0.0)

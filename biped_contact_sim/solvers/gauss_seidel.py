@@ -41,6 +41,7 @@ from biped_contact_sim.solvers.result import (
     as_square_matrix,
     as_vector,
     check_count,
+    check_open_interval,
     check_positive,
 )
 
@@ -96,10 +97,7 @@ def gauss_seidel_coulomb(G, c, mu, *, f0=None, tol: float = 1e-10, max_sweeps: i
     f = np.zeros(n3) if f0 is None else as_vector(f0, n3, _WHO, "f0", "G").copy()
     tol = check_positive(tol, _WHO, "tol")
     max_sweeps = check_count(max_sweeps, _WHO, "max_sweeps")
-    omega = float(omega)
-    if not (0.0 < omega < 2.0):
-        raise InputError(BAD_VALUE.format(who=_WHO, name="omega", value=omega,
-                                          expected="in the open interval (0, 2)"))
+    omega = check_open_interval(omega, _WHO, "omega", 0.0, 2.0)
     if m == 0:
         return SolverResult(f, c.copy(), True, STATUS_CONVERGED, 0, 0.0)
     if not reference:

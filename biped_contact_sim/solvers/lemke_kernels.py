@@ -108,16 +108,23 @@ def basis_block(A, b, zmask):
 
 
 @kernel((F2, F1, F1, F1))
-def lcp_residual(A, b, z, w):
-    """``w ← A z + b`` and return ``maxᵢ |min(zᵢ, wᵢ)|``."""
+def affine_map(A, b, z, w):
+    """``w ← A z + b``, each row summed from ``b[i]`` in column order (the residuals' w)."""
     n = b.shape[0]
-    res = 0.0
     for i in range(n):
         s = b[i]
         for j in range(n):
             s += A[i, j] * z[j]
         w[i] = s
-        r = abs(min(z[i], s))
+
+
+@kernel((F2, F1, F1, F1))
+def lcp_residual(A, b, z, w):
+    """``w ← A z + b`` and return ``maxᵢ |min(zᵢ, wᵢ)|``."""
+    affine_map(A, b, z, w)
+    res = 0.0
+    for i in range(b.shape[0]):
+        r = abs(min(z[i], w[i]))
         if r > res:
             res = r
     return res
@@ -294,14 +301,10 @@ def lemke_kernel(A, b, d, pivot_tol, max_pivots, residual_tol, z, w, zmask):
 def fb_residual(A, b, z, w):
     """``w ← A z + b`` and return ``‖Φ(z, w)‖∞``, ``Φᵢ = zᵢ + wᵢ − √(zᵢ² + wᵢ²)`` (the
     Fischer–Burmeister measure, Bravo & Rengifo eq. 17)."""
-    n = b.shape[0]
+    affine_map(A, b, z, w)
     res = 0.0
-    for i in range(n):
-        s = b[i]
-        for j in range(n):
-            s += A[i, j] * z[j]
-        w[i] = s
-        res = max(res, abs(z[i] + s - np.hypot(z[i], s)))
+    for i in range(b.shape[0]):
+        res = max(res, abs(z[i] + w[i] - np.hypot(z[i], w[i])))
     return res
 
 

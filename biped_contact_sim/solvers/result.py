@@ -81,6 +81,16 @@ def check_positive(value, who: str, name: str) -> float:
     return v
 
 
+def check_open_interval(value, who: str, name: str, lo: float, hi: float) -> float:
+    """Return ``value`` as a float if it lies in the open interval (lo, hi), else raise
+    InputError."""
+    v = float(value)
+    if not lo < v < hi:
+        raise InputError(BAD_VALUE.format(who=who, name=name, value=v,
+                                          expected=f"in the open interval ({lo:g}, {hi:g})"))
+    return v
+
+
 def check_count(value, who: str, name: str, minimum: int = 0) -> int:
     """Return ``value`` as an int if it is an integer ≥ ``minimum``, else raise InputError."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:

@@ -208,12 +208,8 @@ def parse_study(data: Any, source: str = "study", default_name: str = "study") -
     scenarios = data.get("scenario")
     if isinstance(scenarios, str):
         scenarios = [scenarios]
-    if (not isinstance(scenarios, list) or not scenarios
-            or not all(isinstance(s, str) and s for s in scenarios)):
-        raise where.error("scenario", "expected a scenario name or a non-empty list of names "
-                          "(biped-sim list)")
-    if len(set(scenarios)) != len(scenarios):
-        raise where.error("scenario", "a scenario is listed twice")
+    _distinct_names(where, "scenario", scenarios, "scenario", "expected a scenario name or a "
+                    "non-empty list of names (biped-sim list)")
     fixed = {f: _run_field(where, f, data[f]) for f in RUN_FIELDS if data.get(f) is not None}
     sets = data.get("set") or {}
     if not isinstance(sets, dict):
@@ -246,12 +242,8 @@ def parse_study(data: Any, source: str = "study", default_name: str = "study") -
                 _run_field(where, f"axes.{key}", value, field_name=key)
         axes.append(axis)
     metrics = data.get("metrics", list(DEFAULT_METRICS))
-    if (not isinstance(metrics, list) or not metrics
-            or not all(isinstance(m, str) and m for m in metrics)):
-        raise where.error("metrics", "expected a non-empty list of summary.json keys (dotted "
-                          "for nested ones, e.g. metrics.stance_slip_max_m)")
-    if len(set(metrics)) != len(metrics):
-        raise where.error("metrics", "a metric is listed twice")
+    _distinct_names(where, "metrics", metrics, "metric", "expected a non-empty list of "
+                    "summary.json keys (dotted for nested ones, e.g. metrics.stance_slip_max_m)")
     study = Study(name, description, tuple(scenarios), fixed, dict(sets), tuple(axes), design,
                   samples, seed, tuple(metrics), {}, source)
     figure = check_figure(data.get("figure") or {}, study, where)
@@ -316,6 +308,16 @@ class _Where:
 def _set_key(where: _Where, label: str, key: Any) -> None:
     if not isinstance(key, str) or not key:
         raise where.error(label, "a key must be a non-empty string")
+
+
+def _distinct_names(where: _Where, label: str, names: Any, noun: str, expected: str) -> None:
+    """Refuse ``names`` unless it is a non-empty list of distinct non-empty strings (``expected``
+    the error's text, ``noun`` what a name is)."""
+    if (not isinstance(names, list) or not names
+            or not all(isinstance(n, str) and n for n in names)):
+        raise where.error(label, expected)
+    if len(set(names)) != len(names):
+        raise where.error(label, f"a {noun} is listed twice")
 
 
 def _run_field(where: _Where, label: str, value: Any, field_name: str | None = None) -> Any:
