@@ -265,26 +265,24 @@ def _box_push(params):
     return [ExternalForce("box", (params["push_force"], 0.0, 0.0), params["push_time"])]
 
 
+# penalty_fl with separation damping (our documented extension, contact/penalty_fl.py) on every
+# biped: with eq. 17's approach-only damping a sole vertex rising on a micrometre rebound leaves
+# the active set (a walk's stance sole, a PD hold that never comes to rest), and after a
+# transient (a driver's hold before the controller's first command) the rocking sole's designed
+# accelerations are no rigid motion: the least-squares forces let the soles creep back and sink
+# (0.4 mm/s) until a standing robot diverges after ~40 s.
 _BIPED_CONTACT = {
-    "penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6},
+    "penalty_fl": {"kp": 500.0, "kv": 250.0, "epsilon": 1e-6, "separation_damping": True},
     # Damping per point is bounded by the light feet: the foot's rocking mode on four
     # dampers needs dt·4 c r²/I_foot < 2 with explicit integration.
     "spring_damper": {"stiffness": 1e5, "damping": 100.0, "tangential_stiffness": 1e4,
                       "tangential_damping": 30.0, "clamp": True},
 }
-# Walking: the stance sole must not leave the active set on a micrometre rebound (penalty_fl's
-# separation damping, our documented extension; see contact/penalty_fl.py).
-_WALK_CONTACT = {**_BIPED_CONTACT,
-                 "penalty_fl": {**_BIPED_CONTACT["penalty_fl"], "separation_damping": True}}
 _PD = "joint_pd"
 # The robot scenarios collide every collision geometry of the URDF (collision issue), plate its
 # studs; the papers' figure scenarios (ball, ramp) keep the configured points:
 # ``--set contacts=points`` reproduces the papers' figures of the bipeds and the plate exactly.
 GEOMETRY = "geometry"
-# Geometry contacts of the biped: more points on light links than the soles' eight.
-_GEOMETRY_CONTACT = {**_BIPED_CONTACT,
-                     "penalty_fl": {**_BIPED_CONTACT["penalty_fl"],
-                                    "separation_damping": True}}
 _BOX_CONTACT = {"penalty_fl": {"separation_damping": True},
                 "spring_damper": {"stiffness": 2e4, "damping": 50.0,
                                   "tangential_stiffness": 2e4, "tangential_damping": 50.0}}
@@ -323,7 +321,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
                                      lo=0.0, lo_open=True)},
         # penalty_fl with separation damping: with eq. 17's approach-only damping a sole vertex
         # leaves on a micrometre rebound and the PD hold never comes to rest.
-        initial_state=_standing_state, contact_defaults=_WALK_CONTACT, controller=_PD,
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller=_PD,
         biped=True, contacts=GEOMETRY),
     Scenario(
         "stand", "3-D biped standing on flat ground under whole-body control (Rengifo et al. "
@@ -358,13 +356,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         "walk", "3-D biped walking five steps: footsteps, ZMP preview CoM, swing splines, IK "
         "joint references tracked by computed-torque control (Rengifo et al. §V).", "biped3d",
         duration=None, dt=1e-3, params={"mu": Param(0.8, "friction coefficient", lo=0.0)},
-        initial_state=_standing_state, contact_defaults=_WALK_CONTACT, controller="ctc",
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="ctc",
         biped=True, behavior="walk", contacts=GEOMETRY),
     Scenario(
         "planar_walk", "Planar 7-link biped walking with computed-torque control on optimal "
         "cubic joint references (Bravo & Rengifo §4).", "planar_biped", duration=None,
         dt=1e-3, params={"mu": Param(0.8, "friction coefficient", lo=0.0)},
-        initial_state=_standing_state, contact_defaults=_WALK_CONTACT, controller="ctc",
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="ctc",
         biped=True, behavior="planar_walk", contacts=GEOMETRY),
     Scenario(
         "plate", "A 1 kg box resting on grid x grid studs, one contact each (the contact-count "
@@ -383,12 +381,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         params={"height": Param(0.5, "height of the lowest geometry above the ground [m]",
                                 lo=0.0),
                 "mu": Param(0.8, "friction coefficient", lo=0.0)},
-        initial_state=_fall_state, contact_defaults=_GEOMETRY_CONTACT, contacts="geometry"),
+        initial_state=_fall_state, contact_defaults=_BIPED_CONTACT, contacts="geometry"),
     Scenario(
         "step", "3-D biped standing with its heels (5 cm) over the edge of a 5 cm step, "
         "joints held by a PD (world step: the soles touch the step and its edge).", "biped3d",
         duration=2.0, dt=1e-3, params={"mu": Param(0.8, "friction coefficient", lo=0.0)},
-        initial_state=_standing_state, contact_defaults=_GEOMETRY_CONTACT, controller=_PD,
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller=_PD,
         biped=True, world="step"),
     Scenario(
         "box_push", "A 2 kg box pushed along the ground by a horizontal force on its centre: "
@@ -410,14 +408,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         "Figs. 3 and 6; world lean_on_table).", "humanoid", duration=None, dt=1e-3,
         params={"mu": Param(0.8, "friction coefficient of the unlisted pairs (feet on the "
                                  "floor)", lo=0.0)},
-        initial_state=_standing_state, contact_defaults=_GEOMETRY_CONTACT, controller="wbc",
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",
         biped=True, behavior="lean_on_table", world="lean_on_table"),
     Scenario(
         "multicontact", "Humanoid from two to four to three contacts: both palms on a table, "
         "then the right palm pressing 60 N on a side panel while sliding, CoM vertical "
         "sinusoid (Sentis et al. Fig. 6; world multicontact).", "humanoid", duration=None,
         dt=1e-3, params={"mu": Param(0.8, "friction coefficient", lo=0.0)},
-        initial_state=_standing_state, contact_defaults=_GEOMETRY_CONTACT, controller="wbc",
+        initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller="wbc",
         biped=True, behavior="multicontact", world="multicontact"),
 )}
 
