@@ -231,7 +231,7 @@ def test_convex_hull_kernel_equals_the_reference():
 def test_observers_from_the_step_equal_the_reference(scenario, model):
     """Sole wrenches, CoPs, ZMP, support polygon and the per-step maxima, from the step's own
     terms (compiled) and from pinocchio's frames (numpy): equal along a run."""
-    from biped_contact_sim.session.accounting import RESIDUAL_KEYS, _accumulate
+    from biped_contact_sim.session.accounting import RESIDUAL_KEYS, accumulate_step_reference
     from biped_contact_sim.session.config import SimConfig
     from biped_contact_sim.session.runner import Run, RunResult
     from biped_contact_sim.sim.observables import foot_wrenches
@@ -262,7 +262,7 @@ def test_observers_from_the_step_equal_the_reference(scenario, model):
         slow = foot_wrenches(run.robot, data, q, step)
         for name in fast:
             assert np.allclose(fast[name], slow[name], atol=1e-9)
-        _accumulate(reference, step, run.sim.terrain.mu)
+        accumulate_step_reference(reference, step, run.sim.terrain.mu)
     result = run.finish()
     assert result.max_penetration == pytest.approx(reference.max_penetration, abs=1e-15)
     assert result.max_cone_violation == pytest.approx(reference.max_cone_violation, abs=1e-12)

@@ -145,14 +145,6 @@ class SimNodeConfig(RobotParams):
         return max(1, round(self.control_period / self.dt))
 
 
-def contact_defaults(scenario_name: str) -> dict[str, dict[str, Any]]:
-    """Per registered contact model, its settings: dataclass defaults, then the scenario's."""
-    scenario = get_scenario(scenario_name)
-    return {name: {s.name.split(".")[-1]: s.default for s in dataclass_specs(
-        f"contact.{name}", cls.Settings, scenario.contact_defaults.get(name))}
-        for name, cls in CONTACT_MODELS.items()}
-
-
 def sim_parameter_specs(scenario_name: str = SimNodeConfig.scenario) -> list[ParamSpec]:
     """Every parameter of the simulator node (the contact defaults depend on the scenario).
 

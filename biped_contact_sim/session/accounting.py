@@ -59,7 +59,7 @@ def fidelity_residuals(step: StepResult, mu: float) -> dict[str, float]:
     return out
 
 
-def _accumulate(result: RunResult, step: StepResult, mu: float) -> None:
+def accumulate_step_reference(result: RunResult, step: StepResult, mu: float) -> None:
     """Per-step maxima (every step, not only recorded ones) and solver statistics (the plain
     route of ``Run``, which uses ``accumulate_step``)."""
     fc = step.f_contact

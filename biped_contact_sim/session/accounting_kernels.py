@@ -70,8 +70,9 @@ def energy_step(e, energy_prev, tau, v_prev, v, v_idx, dt, t):
 
 @kernel((F1, F1, F2, F2, B1, f8), error_model="numpy")
 def accumulate_step(acc, phi, fc, vc_next, active, mu):
-    """``_accumulate`` and ``fidelity_residuals`` of one step into ``acc`` (slots above):
-    max penetration, max (‖f_t‖ − μ f_n), min active f_n, per-step residual maxima and sums."""
+    """One step into ``acc`` (slots above): max penetration, max (‖f_t‖ − μ f_n), min active
+    f_n, per-step residual maxima and sums (numpy reference:
+    ``accounting.accumulate_step_reference`` with ``fidelity_residuals``)."""
     m = phi.shape[0]
     sig, diss, cone_res, pen = 0.0, 0.0, 0.0, 0.0
     if m:

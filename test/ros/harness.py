@@ -305,6 +305,12 @@ class RosTest:
         self.processes.append((proc, expect_exit))
         return proc
 
+    def kill(self, proc: NodeProcess) -> None:
+        """SIGKILL a node started here (a crash) and stop checking its exit."""
+        proc.proc.kill()
+        proc.wait(10.0)
+        self.processes = [(p, c) for p, c in self.processes if p is not proc]
+
     def close(self) -> list[str]:
         problems = []
         for proc, expected in self.processes:

@@ -247,9 +247,7 @@ def test_a_killed_controller_leaves_the_robot_on_the_hold_and_a_new_one_resumes_
         odom = probe.record("odom", Odometry, depth=1000)
         probe.record("/diagnostics", DiagnosticArray)
         assert probe.spin_until(lambda: odom and stamp_ns(odom[-1]) > NS // 2, 300.0)
-        first.proc.kill()
-        first.wait(10.0)
-        env.processes = [(p, c) for p, c in env.processes if p is not first]
+        env.kill(first)
         killed_at = stamp_ns(odom[-1])
         _, _, hold = latest_status(probe, SIM_STATUS_NAME, time.monotonic(), 60.0,
                                    lambda lv, m, v: v["command_state"] == "hold")
@@ -279,9 +277,7 @@ def test_the_controller_survives_a_simulator_restart():
         odom = probe.record("odom", Odometry, depth=1000)
         probe.record("/diagnostics", DiagnosticArray)
         assert probe.spin_until(lambda: odom and stamp_ns(odom[-1]) > NS // 2, 300.0)
-        first.proc.kill()
-        first.wait(10.0)
-        env.processes = [(p, c) for p, c in env.processes if p is not first]
+        env.kill(first)
         env.start("simulator", scenario="stand", lockstep=True, real_time_factor=1.0)
         restarted = time.monotonic()
         _, _, values = latest_status(probe, SIM_STATUS_NAME, restarted, 300.0,
