@@ -49,13 +49,16 @@ def test_a_second_signal_ends_at_once_with_a_readable_trace(tmp_path):
     proc = biped_sim(*RUN, "--out", str(tmp_path))
     recording(tmp_path, proc)
     proc.send_signal(signal.SIGTERM)
+    seen = []
     for line in proc.stderr:  # the first one was taken: the run is stopping
+        seen.append(line)
         if "SIGTERM: stopping" in line:
             break
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM
-    assert "aborted by SIGTERM" in err and "Traceback" not in err
+    err = "".join(seen) + err
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "aborted by SIGTERM" in err and "Traceback" not in err, err
     _, messages = read_trace(tmp_path / "trace.mcap")
     assert len(messages["/clock"]) > 0
 
@@ -67,8 +70,8 @@ def test_a_signal_while_loading_ends_at_once(tmp_path):
             break
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signal.SIGTERM
-    assert "aborted by SIGTERM" in err and "Traceback" not in err
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "aborted by SIGTERM" in err and "Traceback" not in err, err
     assert not (tmp_path / "summary.json").exists()
     assert not (tmp_path / LOCK_FILE).exists()
 

@@ -49,9 +49,10 @@ def run_command(args: argparse.Namespace) -> int:
 
     model = args.contact_model or DEFAULT_CONTACT_MODEL
     out = args.out or Path("runs") / f"{args.scenario}-{model}"
-    with StopSignals() as stop, OutputFolder.claim(out) as folder:  # a bad --out fails now
-        result, recorder, written = _simulate(args, sets, folder, stop)
-    return _report_run(result, recorder, written, out)
+    with StopSignals() as stop:  # also over the report: a late signal ends it as "aborted"
+        with OutputFolder.claim(out) as folder:  # a bad --out fails now
+            result, recorder, written = _simulate(args, sets, folder, stop)
+        return _report_run(result, recorder, written, out)
 
 
 def _simulate(args: argparse.Namespace, sets: dict[str, Any], folder: OutputFolder,

@@ -142,10 +142,13 @@ class StopSignals:
 
 
 def _say(message: str) -> None:
-    """A line on stderr that cannot fail (the terminal may be gone)."""
+    """A line on stderr that cannot fail. Written to the file descriptor, not through
+    ``sys.stderr``: the handler may run while the main code is inside a write to that stream
+    (a progress bar), whose buffer then refuses a second writer ("reentrant call",
+    RuntimeError); and the terminal may be gone."""
     try:
-        print(message, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
+        os.write(sys.stderr.fileno(), (message + "\n").encode(errors="replace"))
+    except (OSError, ValueError, AttributeError):  # no descriptor: a replaced stream
         pass
 
 
