@@ -6,7 +6,8 @@ The driver (and a state estimator) must provide the topics of README "Using it w
 joint_states (position and velocity of every actuated joint), odom (base pose in the world,
 twist in the base frame), contact_wrench/<foot> (sole frame, about the sole origin), and apply
 joint_torque_cmd (name + effort, stamped with the measurement it answers), with its own
-watchdog. The controller runs on a timer (sync:=latest) from the newest messages.
+watchdog. The controller (sync:=latest) computes on the newest messages as soon as a state is
+whole, or on its timer when the driver's topics carry different stamps.
 
 Launch arguments come after the params files and win (see sim.launch.py).
 """
@@ -29,8 +30,8 @@ ARGUMENTS = [
      "(whole-body with internal forces)"),
     ("behavior", ControllerNodeConfig.behavior, "Behaviour of the controller: stand, sway, "
      "walk or planar_walk"),
-    ("sync", "latest", "latest: control timer on the newest messages (drivers with separate "
-     "stamps); exact: once per stamp when all inputs share it"),
+    ("sync", "latest", "latest: the newest messages, as soon as they share a stamp, else on a "
+     "control timer; exact: once per stamp when all inputs share it"),
     ("control_period", "0.001", "Control period [s]"),
     ("rviz", "false", "Start RViz with config/biped.rviz"),
     ("use_sim_time", "false", "Use /clock (true only when replaying a bag with --clock)"),

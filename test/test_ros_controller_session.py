@@ -151,6 +151,26 @@ def test_latest_sync_skips_old_inputs_and_repeated_joint_states(biped):
     assert a.pop() is None  # no new joint states
 
 
+def test_latest_sync_says_when_the_newest_state_is_whole(biped):
+    """The controller answers a whole state at once: every newest message carries the stamp of
+    the newest joint states, not handed out yet. Parts of different stamps are complete (the
+    timer takes them) but never whole."""
+    a = controller_session.MeasurementAssembler(biped, sync="latest")
+    names = biped.actuated_joint_names
+    zeros = np.zeros(len(names))
+    for k in (1, 2):
+        a.joint_state(k * MS, names, zeros, zeros)
+        a.odometry(k * MS, [0, 0, 1], [0, 0, 0, 1], [0] * 3, [0] * 3)
+        a.wrench("left_foot", k * MS, [0] * 3, [0] * 3)
+        assert not a.whole()  # the right foot's wrench of this period is still missing
+        a.wrench("right_foot", k * MS, [0] * 3, [0] * 3)
+        assert a.whole()
+        assert a.pop().stamp == k * MS
+        assert not a.whole()  # handed out
+    a.joint_state(3 * MS, names, zeros, zeros)  # the others keep stamp 2 ms
+    assert not a.whole() and a.pop().stamp == 3 * MS
+
+
 # ------------------------------------------------------------------------------ controller
 
 

@@ -88,7 +88,10 @@ class MeasurementAssembler:
       (time jumped back) and is handed out.
     * ``latest``: the newest message of each kind; complete when all kinds have arrived and the
       oldest is at most ``max_age`` seconds older than the newest joint states (hardware).
-      A joint-states stamp is handed out once.
+      A joint-states stamp is handed out once. :meth:`whole` tells when the newest messages
+      all carry the newest joint states' stamp (a driver that stamps one period's messages
+      alike has sent all of them): the controller computes then, without waiting for its
+      timer.
 
     Joint states are matched by name: extra joints are ignored, a missing actuated joint makes
     the message rejected (with a reason).
@@ -205,6 +208,20 @@ class MeasurementAssembler:
         out += [] if slot.q_base is not None else ["odom"]
         out += [f"contact_wrench/{f}" for f in self.feet if f not in slot.wrenches]
         return out
+
+    def whole(self) -> bool:
+        """``latest``: whether the newest messages make a state not handed out yet whose parts
+        all carry one stamp (every message of the driver's newest period has arrived)."""
+        slot = self._latest
+        if not self._complete(slot):
+            return False
+        stamp = slot.stamps["joint_states"]
+        if stamp == self.last_stamp:
+            return False
+        for other in slot.stamps.values():
+            if other != stamp:
+                return False
+        return True
 
     def pop(self) -> AssembledMeasurement | None:
         """The next complete measurement not handed out yet, or None."""

@@ -328,11 +328,13 @@ class ControllerNodeConfig(RobotParams):
         None, "Behaviour parameters as space-separated key=value pairs", key_values=True)
     control_period: float = node_param(
         1e-3, "Control period dt given to the controller; with sync 'latest' also the period of "
-        "the control timer", "s", 1e-5, 1.0)
+        "the control timer that runs when the driver's messages are not stamped alike", "s",
+        1e-5, 1.0)
     sync: str = node_param(
         "exact", "exact: compute once per stamp when joint_states, odom and every "
         "contact_wrench/<foot> with that stamp arrived (simulator, lockstep); latest: compute "
-        "every control_period from the newest messages (hardware)", choices=SYNC_MODES)
+        "on the newest messages (hardware), as soon as they all carry the newest joint_states' "
+        "stamp, else every control_period", choices=SYNC_MODES)
     max_measurement_age: float = node_param(
         0.05, "sync 'latest': skip a cycle when odom or a wrench is older than the joint states "
         "by more than this", "s", 0.0, 10.0)
