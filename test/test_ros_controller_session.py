@@ -169,6 +169,13 @@ def test_latest_sync_says_when_the_newest_state_is_whole(biped):
         assert not a.whole()  # handed out
     a.joint_state(3 * MS, names, zeros, zeros)  # the others keep stamp 2 ms
     assert not a.whole() and a.pop().stamp == 3 * MS
+    # a driver faster than the control period: a whole state only a period after the last
+    for stamp in (3.5 * MS, 4 * MS):
+        a.joint_state(int(stamp), names, zeros, zeros)
+        a.odometry(int(stamp), [0, 0, 1], [0, 0, 0, 1], [0] * 3, [0] * 3)
+        for foot in ("left_foot", "right_foot"):
+            a.wrench(foot, int(stamp), [0] * 3, [0] * 3)
+        assert a.whole() and a.whole(int(0.75 * MS)) == (stamp == 4 * MS)
 
 
 # ------------------------------------------------------------------------------ controller

@@ -15,7 +15,6 @@ wall time on the newest messages.
 
 from __future__ import annotations
 
-import math
 import struct
 import sys
 import time
@@ -46,10 +45,10 @@ NODE_NAME = "controller"
 FACTORIES = {"status": DiagnosticStatus, "values": KeyValue, "dim": MultiArrayDimension}
 REJECT_LOG_PERIOD = 1.0  # [s] throttle of the log lines about rejected input messages
 QOS_DEPTH = 10
-#: sync latest: a whole new state is answered at once, but cycles come at most this many control
-#: periods apart (a driver faster than the controller does not make it compute faster than
-#: twice its rate) ...
-EVENT_SPACING = 0.5
+#: sync latest: a whole new state is answered at once if its stamp is at least this many control
+#: periods after the last one answered (a driver faster than the controller does not make it
+#: compute faster than its control period: its integrals take dt = control_period) ...
+EVENT_ADVANCE = 0.75
 #: ... and the control timer fires only if no whole state came this many periods after a cycle
 TIMER_AFTER_EVENT = 1.5
 
@@ -102,7 +101,7 @@ class ControllerNode(Node):
                 lambda data, foot=body.name: self.on_wrench(foot, data), QOS_DEPTH, raw=True)
         now = time.perf_counter()
         self.next_cycle = now
-        self.last_cycle = -math.inf
+        self.event_advance = int(EVENT_ADVANCE * cfg.control_period * stamps.NS)
         self.next_diagnostics = now
         self.loop = NodeLoop(self, self.on_wake, static=True)
         phase("topics created", "running")
@@ -177,15 +176,13 @@ class ControllerNode(Node):
         now = time.perf_counter()
         if cfg.sync == "exact":
             self.run_cycle()
-        elif self.assembler.whole() and now >= self.last_cycle + EVENT_SPACING * cfg.control_period:
+        elif self.assembler.whole(self.event_advance):
             # the driver's newest state is whole: answer it now, not at the next timer tick (two
             # free-running clocks would add up to a period of waiting); the timer stays the
             # fallback for drivers whose topics carry different stamps
-            self.last_cycle = now
             self.run_cycle()
             self.next_cycle = now + TIMER_AFTER_EVENT * cfg.control_period
         elif now >= self.next_cycle:
-            self.last_cycle = now
             self.run_cycle()
             self.next_cycle = max(self.next_cycle + cfg.control_period, now)
         if now >= self.next_diagnostics:

@@ -209,14 +209,15 @@ class MeasurementAssembler:
         out += [f"contact_wrench/{f}" for f in self.feet if f not in slot.wrenches]
         return out
 
-    def whole(self) -> bool:
-        """``latest``: whether the newest messages make a state not handed out yet whose parts
-        all carry one stamp (every message of the driver's newest period has arrived)."""
+    def whole(self, min_advance: int = 0) -> bool:
+        """``latest``: whether the newest messages make a state whose parts all carry one stamp
+        (every message of the driver's newest period has arrived), at least ``min_advance`` ns
+        after the last state handed out."""
         slot = self._latest
         if not self._complete(slot):
             return False
         stamp = slot.stamps["joint_states"]
-        if stamp == self.last_stamp:
+        if self.last_stamp is not None and stamp - self.last_stamp < max(min_advance, 1):
             return False
         for other in slot.stamps.values():
             if other != stamp:
