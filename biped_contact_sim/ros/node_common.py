@@ -18,8 +18,10 @@ traceback. The nodes initialise rclpy without its signal handlers; SIGINT and SI
 by one thread of ours (``signals.Stopper``): during start-up they end the process at once; once
 the loop runs they ask it to stop (a wait lasts at most :data:`MAX_WAIT`), then the node is
 destroyed and rclpy shut down, exit code 0, no traceback; a node that has not ended
-``signals.GRACE`` seconds after the request exits at once. Each phase of the start-up is logged
-with the time it took.
+``signals.GRACE`` seconds after the request exits at once. That exit needs the GIL; a teardown
+stuck in a C call that holds it is ended by faulthandler's watchdog after
+:data:`TEARDOWN_LIMIT` (exit code 1, every thread's stack on stderr). Each phase of the start-up
+is logged with the time it took.
 
 **TF** (:func:`optional_tf_broadcaster`): ``tf2_ros`` is not among the ROS 2 wheels on PyPI;
 TF is only for visualisation, so without it the simulator warns once and skips it.
@@ -27,6 +29,7 @@ TF is only for visualisation, so without it the simulator warns once and skips i
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import time
 from collections.abc import Callable
@@ -53,6 +56,9 @@ from biped_contact_sim.ros.params import common_robot_specs
 DESCRIPTOR_FACTORIES = {"floating_point_range": FloatingPointRange,
                         "integer_range": IntegerRange}
 MAX_WAIT = 0.05  # [s] longest single wait: a stop request is seen within this
+#: [s] the node's teardown (destroy, rclpy shutdown) ends the process by faulthandler past this,
+#: after ``signals.GRACE`` (which needs the GIL) had its chance
+TEARDOWN_LIMIT = 2 * signals.GRACE
 EXECUTOR_PERIOD = 1.0  # [s] the executor also runs this often (QoS event waitables)
 
 
@@ -328,9 +334,14 @@ def run_node(make_nodes: Callable[..., Node | list[Node]], node_name: str, args=
         logger.fatal(f"Invalid configuration:\n{exc}")
         code = 1
     finally:
+        # A teardown stuck in the middleware with the GIL held leaves the signal thread no way to
+        # end the process (seen once: ros2 launch escalated to SIGKILL after 15 s). faulthandler's
+        # watchdog is a C thread: past TEARDOWN_LIMIT it prints every thread's stack and exits.
+        faulthandler.dump_traceback_later(TEARDOWN_LIMIT, exit=True)
         for node in nodes:
             node.loop.close()
             node.destroy_node()
         rclpy.try_shutdown()
+        faulthandler.cancel_dump_traceback_later()
         stopper.finished()
     return code

@@ -4,11 +4,14 @@ compiles (a cache that ``biped-sim warm-up`` did not fill), and while it runs â€
 0 and no traceback (``ros/signals.py``)."""
 
 import signal
+import subprocess
+import sys
 import tempfile
+import textwrap
 import time
 
 import pytest
-from harness import NodeProcess
+from harness import NodeProcess, fresh_domain, ros_env
 
 # A stop request ends the process within this [s] (signals.GRACE bounds the clean shutdown of a
 # running node at 1.5 s; start-up ends at once); ros2 launch escalates to SIGTERM after 5 s.
@@ -61,3 +64,46 @@ def test_sigint_while_numba_compiles_ends_the_node_at_once(ros, monkeypatch):
     assert proc.returncode == 0 and took <= ANSWER, (proc.returncode, took, proc.output)
     assert "stopped by SIGINT during start-up (" in proc.output, proc.output
     assert "Traceback" not in proc.output
+
+
+# A node whose teardown blocks in a C call that keeps the GIL, as a middleware deadlock would: the
+# signal thread cannot run Python then, so only faulthandler's C watchdog can end it.
+STUCK_NODE = textwrap.dedent("""
+    import ctypes, sys
+    from biped_contact_sim.ros import signals
+    stopper = signals.install("stuck")
+    from rclpy.node import Node
+    from biped_contact_sim.ros.node_common import NodeLoop, run_node
+
+    class Stuck(Node):
+        def __init__(self, phase=None):
+            super().__init__("stuck")
+            self.loop = NodeLoop(self, lambda: None)
+            print("built", flush=True)
+
+        def destroy_node(self):
+            ctypes.PyDLL(None).sleep(60)  # PyDLL: the GIL is held through the call
+            return super().destroy_node()
+
+    sys.exit(run_node(Stuck, "stuck", stopper=stopper))
+""")
+
+
+def test_a_teardown_stuck_with_the_gil_held_still_ends_with_every_stack_printed():
+    """ros/node_common.TEARDOWN_LIMIT: past it, faulthandler prints every thread's stack (what
+    was stuck, for a bug report) and ends the process, long before ros2 launch's SIGKILL."""
+    proc = subprocess.Popen([sys.executable, "-c", STUCK_NODE], env=ros_env(fresh_domain()),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "built", proc.stderr.read()
+        time.sleep(0.5)  # the loop spins
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        proc.kill()
+    from biped_contact_sim.ros.node_common import TEARDOWN_LIMIT
+
+    assert proc.returncode == 1 and TEARDOWN_LIMIT <= took < TEARDOWN_LIMIT + 3.0, (took, err)
+    assert "Timeout" in err and "in destroy_node" in err, err
