@@ -37,6 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from biped_contact_sim.ros.executables import node_executable
 from biped_contact_sim.ros.overhead import cpu_seconds
 
 #: (label, robot, simulator parameters, controller parameters)
@@ -77,17 +78,17 @@ class Loop:
                    ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", OPENBLAS_NUM_THREADS="1",
                    OMP_NUM_THREADS="1")
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-        bindir = Path(sys.executable).parent
         common = {"robot_config": robot, "diagnostics_rate": 10.0}
         sim_params = {**common, "lockstep": True, **sim}
         ctrl_params = {**common, "sync": "exact", **ctrl}
         self.log = tempfile.TemporaryFile()
         if form == "composed":
-            commands = [[str(bindir / "composed_node"), "--ros-args",
+            commands = [[node_executable("composed_node"), "--ros-args",
                          *_args({**sim_params, **ctrl_params})]]
         else:
-            commands = [[str(bindir / "simulator_node"), "--ros-args", *_args(sim_params)],
-                        [str(bindir / "controller_node"), "--ros-args", *_args(ctrl_params)]]
+            commands = [[node_executable("simulator_node"), "--ros-args", *_args(sim_params)],
+                        [node_executable("controller_node"), "--ros-args",
+                         *_args(ctrl_params)]]
         self.procs = [subprocess.Popen(c, env=env, stdout=self.log, stderr=subprocess.STDOUT)
                       for c in commands]
         self.context = rclpy.Context()

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from biped_contact_sim.ros import controller_session, params, sim_session
+from biped_contact_sim.ros.executables import node_executable
 
 SCENARIO = {"stand": "stand", "sway": "stand", "walk": "walk"}
 
@@ -90,13 +91,12 @@ class RosLoop:
                    ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", OPENBLAS_NUM_THREADS="1",
                    OMP_NUM_THREADS="1")
         os.environ.update({k: env[k] for k in ("ROS_AUTOMATIC_DISCOVERY_RANGE",)})
-        bindir = Path(sys.executable).parent
         self.log = tempfile.TemporaryFile()
         sim_args = ["--ros-args", "-p", "lockstep:=true", "-p", "real_time_factor:=0.0", "-p",
                     f"scenario:={SCENARIO[behavior]}", "-p", "diagnostics_rate:=20.0"]
         ctrl_args = ["--ros-args", "-p", f"controller:={controller}", "-p",
                      f"behavior:={behavior}"]
-        self.procs = [subprocess.Popen([str(bindir / exe), *args], env=env, stdout=self.log,
+        self.procs = [subprocess.Popen([node_executable(exe), *args], env=env, stdout=self.log,
                                        stderr=subprocess.STDOUT)
                       for exe, args in (("simulator_node", sim_args),
                                         ("controller_node", ctrl_args))]

@@ -17,7 +17,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from biped_contact_sim.msgs.stamps import ns_from_stamp
 from biped_contact_sim.robot.config import load_robot_config
+from biped_contact_sim.ros.executables import node_executable
 from biped_contact_sim.ros.node_common import NodeLoop
 
 PACKAGE = "biped_contact_sim"
@@ -58,20 +58,11 @@ def share_dir() -> Path:
 
 
 def executable(name: str) -> str | None:
-    """Path of a node's executable: beside this Python (a venv's console scripts), on PATH, or
-    in the ament install (``lib/biped_contact_sim``); None when it is nowhere."""
-    here = Path(sys.executable).parent / name
-    if here.is_file():
-        return str(here)
-    found = shutil.which(name)
-    if found:
-        return found
+    """Path of a node's executable (``ros.executables.node_executable``), or None when it is
+    nowhere."""
     try:
-        from ament_index_python.packages import get_package_prefix
-
-        path = Path(get_package_prefix(PACKAGE)) / "lib" / PACKAGE / name
-        return str(path) if path.is_file() else None
-    except (ImportError, LookupError, ValueError):
+        return node_executable(name)
+    except FileNotFoundError:
         return None
 
 
