@@ -338,10 +338,12 @@ def run_node(make_nodes: Callable[..., Node | list[Node]], node_name: str, args=
         # end the process (seen once: ros2 launch escalated to SIGKILL after 15 s). faulthandler's
         # watchdog is a C thread: past TEARDOWN_LIMIT it prints every thread's stack and exits.
         faulthandler.dump_traceback_later(TEARDOWN_LIMIT, exit=True)
-        for node in nodes:
-            node.loop.close()
-            node.destroy_node()
-        rclpy.try_shutdown()
-        faulthandler.cancel_dump_traceback_later()
+        try:
+            for node in nodes:
+                node.loop.close()
+                node.destroy_node()
+            rclpy.try_shutdown()
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         stopper.finished()
     return code

@@ -319,8 +319,6 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
                 "mu": Param(0.8, "friction coefficient", lo=0.0),
                 "mass_scale": Param(1.0, "scale every mass and inertia of the robot",
                                      lo=0.0, lo_open=True)},
-        # penalty_fl with separation damping: with eq. 17's approach-only damping a sole vertex
-        # leaves on a micrometre rebound and the PD hold never comes to rest.
         initial_state=_standing_state, contact_defaults=_BIPED_CONTACT, controller=_PD,
         biped=True, contacts=GEOMETRY),
     Scenario(
