@@ -456,7 +456,7 @@ def check_lockstep_is_deterministic(probe: Probe, periods: int, control_period: 
 
 @dataclass
 class LoopReport:
-    sim_time: float
+    sim_time: float  # [s] of the simulator status that counted the commands
     wall_time: float
     real_time_factor: float
     min_base_height: float
@@ -485,7 +485,11 @@ def check_closed_loop(probe: Probe, duration: float, min_height: float,
     assert probe.spin_until(done, timeout), (
         f"reached t = {stamp_ns(odom[-1]) / NS:.2f} s of {duration} s in {timeout} s")
     wall = time.monotonic() - start
-    _, _, values = latest_status(probe, SIM_STATUS_NAME, time.monotonic() - 0.01, 30.0)
+    # A status of the run's end: one published before it can still be queued when the last
+    # odom is read (its counts would be those of an earlier time).
+    _, _, values = latest_status(
+        probe, SIM_STATUS_NAME, time.monotonic() - 0.01, 30.0,
+        lambda lv, m, v: float(v["sim_time_s"]) >= duration - 1e-9 or v["diverged"] != "")
     assert values["diverged"] == "", values["diverged"]
     assert min(heights) > min_height, f"fell: base at {min(heights):.3f} m"
     # the controller's next status (a busy control loop can delay its diagnostics timer past
@@ -493,10 +497,10 @@ def check_closed_loop(probe: Probe, duration: float, min_height: float,
     _, _, ctrl = latest_status(probe, CONTROLLER_STATUS_NAME, time.monotonic() - 0.01, 30.0)
     assert int(ctrl["failures"]) == 0, ctrl
     assert int(values["commands_rejected"]) == 0, values["last_rejection"]
-    t = stamp_ns(odom[-1]) / NS
-    return LoopReport(t, wall, float(values["real_time_factor_overall"] or "nan"),
-                      min(heights), int(values["commands_accepted"]),
-                      int(values["late_commands"]), int(values["overruns"]))
+    return LoopReport(float(values["sim_time_s"]), wall,
+                      float(values["real_time_factor_overall"] or "nan"), min(heights),
+                      int(values["commands_accepted"]), int(values["late_commands"]),
+                      int(values["overruns"]))
 
 
 # --------------------------------------------------------------------------------- hardware swap
