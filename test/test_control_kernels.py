@@ -11,7 +11,8 @@
   dependent on the tasks above it (where the truncated pseudo-inverse jumps);
 * the pivoted-Cholesky factor of a PSD matrix against its definition;
 * the compiled constrained dynamics of a support (D, B, a0, f0; then Φ* = G Gᵀ, T) and the
-  internal-force torques of eq. 42 against their numpy references (``control.linalg``), on the
+  internal-force torques of eq. 42 and the no-slip internal-force reference against their numpy
+  references (``control.linalg``, ``control.contact_set``), on the
   biped and the humanoid in flight, single, double, three- and four-contact support at random
   states, and their refusal (ok False, so that the counted reference runs) for a singular
   support.
@@ -487,6 +488,41 @@ def test_internal_force_law_against_reference():
             assert g.shape == w.shape
             np.testing.assert_allclose(g, w, rtol=0.0,
                                        atol=1e-10 * max(1.0, np.abs(w).max(initial=0.0)))
+
+
+def test_no_slip_kernel_against_reference():
+    """The no-slip internal-force reference (``internal_forces_kernels.no_slip``) equals its
+    numpy form ``contact_set.no_slip_reference`` to 1e-10 on random supports of 2–4 contacts:
+    fewer and more free rows than no-slip equations (least squares and least norm), with and
+    without the preload (whose second solve must run in some of them), and no free row for
+    the preload."""
+    from biped_contact_sim.control.contact_set import no_slip_reference
+
+    rng = np.random.default_rng(11)
+    second_solves = 0
+    for trial in range(300):
+        n_s = int(rng.integers(2, 5))
+        m_int = 6 * n_s - 6
+        W_com, W_int = rng.normal(size=(6, 6 * n_s)), rng.normal(size=(m_int, 6 * n_s))
+        free = np.sort(rng.choice(m_int, size=int(rng.integers(1, m_int + 1)),
+                                  replace=False)).astype(np.int64)
+        rotations = np.stack([_rotation(rng) for _ in range(n_s)])
+        contacts = np.sort(rng.choice(n_s, size=int(rng.integers(1, n_s)), replace=False))
+        f_task, f_int_ref = rng.normal(size=6 * n_s) * 100.0, rng.normal(size=m_int) * 10.0
+        preload = (0.0, 50.0, 5000.0)[trial % 3]
+        preload_free = (np.zeros(0, dtype=np.int64) if trial % 17 == 0 else
+                        np.sort(rng.choice(m_int, size=int(rng.integers(1, m_int + 1)),
+                                           replace=False)).astype(np.int64))
+        args = (rotations, W_com, W_int, f_task, f_int_ref)
+        want = no_slip_reference(list(contacts), *args, free=free, preload=preload,
+                                 preload_free=preload_free)
+        got = np.empty(m_int)
+        internal_forces_kernels.no_slip(contacts.astype(np.int64), *args, free, preload,
+                                        preload_free, got)
+        np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-10 * max(1.0, np.abs(want).max()))
+        if preload and not np.allclose(want, no_slip_reference(list(contacts), *args, free=free)):
+            second_solves += 1
+    assert second_solves > 50
 
 
 @pytest.mark.parametrize("scenario", ["stand", "walk"])

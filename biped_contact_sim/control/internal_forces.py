@@ -50,6 +50,7 @@ from biped_contact_sim.control.internal_forces_kernels import (
     surface_resultant,
     wrenches_at,
 )
+from biped_contact_sim.control.internal_forces_kernels import no_slip as no_slip_kernel
 from biped_contact_sim.control.linalg import internal_force_torques_reference
 from biped_contact_sim.control.linalg_kernels import internal_force_law
 from biped_contact_sim.errors import InputError
@@ -74,8 +75,9 @@ class InternalForces:
         self._sole_centre, self._g = sole_centre, g
         self._layouts: dict[tuple, tuple] = {}
         self._no_measurement = np.zeros(0)
-        #: the end of the law (tension, PI, Γ_int) by ``linalg_kernels.internal_force_law``; False:
-        #: its numpy form ``internal_force_law_reference`` (the tests)
+        #: the no-slip reference and the end of the law (tension, PI, Γ_int) compiled
+        #: (``internal_forces_kernels.no_slip``, ``linalg_kernels.internal_force_law``); False:
+        #: their numpy forms ``no_slip_reference``, ``internal_force_law_reference`` (the tests)
         self.compiled = True
         self.reset()
 
@@ -181,12 +183,21 @@ class InternalForces:
         no_slip = [k for k, body in enumerate(stance) if body in ref.no_slip]
         spec = self._spec
         if no_slip:
-            tensions = np.flatnonzero(spec[:, 0] == TENSION)
-            f_int_user = no_slip_reference(
-                no_slip, rotations, W_com, W_int, f_task, f_int_user,
-                free=tensions if len(tensions) else None, preload=ref.preload,
-                preload_free=np.concatenate([tensions, self._cop_rows_towards(
-                    no_slip, anchors, rotations)]))
+            tensions = np.flatnonzero(spec[:, 0] == TENSION).astype(np.int64)
+            preload_free = np.concatenate([tensions, self._cop_rows_towards(
+                no_slip, anchors, rotations)])
+            if self.compiled:
+                out = np.empty(m_int)
+                no_slip_kernel(np.array(no_slip, dtype=np.int64), rotations, W_com, W_int,
+                               f_task, f_int_user, tensions if len(tensions)
+                               else np.arange(m_int, dtype=np.int64), float(ref.preload),
+                               preload_free, out)
+                f_int_user = out
+            else:
+                f_int_user = no_slip_reference(
+                    no_slip, rotations, W_com, W_int, f_task, f_int_user,
+                    free=tensions if len(tensions) else None, preload=ref.preload,
+                    preload_free=preload_free)
         ramp = self.transitions.ramp(t)
         start = self._f_int_start
         if ramp < 1.0 and start is not None and start.shape == (m_int,):

@@ -11,7 +11,9 @@ control step. The tests compare every kernel with its numpy/pinocchio reference.
 * ``linkage``: the rows of W_int named by specs (``control.grasp``): tensions
   (f_i − f_j)·e_ij (eq. 10) and moment components R_i[:, a]ᵀ m_i (eqs. 8, 11);
 * ``wrenches_at``: measured sole wrenches (sole frame, about the sole origin) to world
-  wrenches about the anchors P_k, f = R f_s, m_P = R τ_s − (P − o) × f.
+  wrenches about the anchors P_k, f = R f_s, m_P = R τ_s − (P − o) × f;
+* ``no_slip``: the internal-force reference with no tangential force at the no-slip contacts
+  (``control.contact_set.no_slip_reference``, its numpy form).
 
 The other compiled loops of the control layer: ``body_tasks_kernels.point_rows``,
 ``walking_kernels`` (the walk's references), ``linalg_kernels`` (the dense solves, ``ctc``'s
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from biped_contact_sim.jit import F1s, F2s, F3s, I1s, I2s, kernel, ro
+from biped_contact_sim.jit import F1, F2, F1s, F2s, F3s, I1s, I2s, b1, f8, kernel, ro
 
 
 @kernel((ro(F2s), ro(F1s), F2s))
@@ -93,4 +95,83 @@ def wrenches_at(wrench_sole, rotations, origins, points, out):  # pragma: no cov
         out[o + 5] -= d0 * f1 - d1 * f0
 
 
-__all__ = ["linkage", "surface_resultant", "wrenches_at"]
+@kernel((ro(I1s), ro(F3s), F2, F1, ro(F1s), ro(I1s), b1, F1, F1))
+def _no_slip_solve(contacts, rotations, E, Q, f_int_ref, cols, loaded_any, loaded,
+                   out):  # pragma: no cover - compiled
+    """out ← F_int,ref + B⁺ r over the rows ``cols``: the rows of A = T E (T: the tangent axes
+    t_k of every contact in ``contacts``, and its normal n_k where ``loaded[i]`` > 0, the target
+    then that preload) with B = A[:, 6:][:, cols] and r = target − A [F_com; F_int,ref]
+    (``Q`` = [F_com; F_int,ref]); ``no_slip_reference``'s inner solve."""
+    c = contacts.shape[0]
+    n_rows = 2 * c
+    if loaded_any:
+        for i in range(c):
+            if loaded[i] > 0.0:
+                n_rows += 1
+    n_g = E.shape[1]
+    A = np.zeros((n_rows, n_g))
+    target = np.zeros(n_rows)
+    row = 0
+    for i in range(c):
+        R = rotations[contacts[i]]
+        for axis in range(3):
+            if axis == 2 and not (loaded_any and loaded[i] > 0.0):
+                continue
+            for col in range(n_g):
+                A[row, col] = (R[0, axis] * E[3 * i, col] + R[1, axis] * E[3 * i + 1, col]
+                               + R[2, axis] * E[3 * i + 2, col])
+            if axis == 2:
+                target[row] = loaded[i]
+            row += 1
+    r = target - np.dot(A, Q)
+    out[:] = f_int_ref
+    if cols.shape[0] == 0:
+        return
+    B = np.empty((n_rows, cols.shape[0]))
+    for j in range(cols.shape[0]):
+        B[:, j] = A[:, 6 + cols[j]]
+    step = np.dot(np.linalg.pinv(B), r)
+    for j in range(cols.shape[0]):
+        out[cols[j]] += step[j]
+
+
+@kernel((ro(I1s), ro(F3s), ro(F2s), ro(F2s), ro(F1s), ro(F1s), ro(I1s), f8, ro(I1s), F1))
+def no_slip(contacts, rotations, W_com, W_int, f_task, f_int_ref, free, preload,
+            preload_free, out):  # pragma: no cover - compiled
+    """out (m_int,) ← ``contact_set.no_slip_reference`` (its docstring; Sentis et al. eqs. 13,
+    47): the F_int,ref closest to ``f_int_ref`` over the rows ``free`` with no tangential force
+    at the ``contacts``, then, where a contact's normal force is below ``preload``, with that
+    normal force = ``preload`` over the rows ``preload_free``. E, the force rows of G⁻¹ with
+    G = [W_com; W_int], from one solve Gᵀ Eᵀ = I[:, rows]."""
+    c = contacts.shape[0]
+    n_g = W_com.shape[1]
+    G_T = np.empty((n_g, n_g))  # Gᵀ
+    G_T[:, :6] = W_com.T
+    G_T[:, 6:] = W_int.T
+    rhs = np.zeros((n_g, 3 * c))
+    for i in range(c):
+        for a in range(3):
+            rhs[6 * contacts[i] + a, 3 * i + a] = 1.0
+    E = np.ascontiguousarray(np.linalg.solve(G_T, rhs).T)
+    Q = np.empty(n_g)
+    Q[:6] = np.dot(np.ascontiguousarray(W_com), np.ascontiguousarray(f_task))
+    Q[6:] = f_int_ref
+    none = np.zeros(c)
+    _no_slip_solve(contacts, rotations, E, Q, f_int_ref, free, False, none, out)
+    if preload > 0.0:
+        Q[6:] = out
+        f = np.dot(E, Q)
+        low = np.zeros(c)
+        any_low = False
+        for i in range(c):
+            R = rotations[contacts[i]]
+            normal = (R[0, 2] * f[3 * i] + R[1, 2] * f[3 * i + 1]
+                      + R[2, 2] * f[3 * i + 2])
+            if normal < preload:
+                low[i], any_low = preload, True
+        if any_low:
+            Q[6:] = f_int_ref
+            _no_slip_solve(contacts, rotations, E, Q, f_int_ref, preload_free, True, low, out)
+
+
+__all__ = ["linkage", "no_slip", "surface_resultant", "wrenches_at"]
