@@ -255,9 +255,10 @@ class InternalForces:
 
     def compiled_plan(self, t: float, ref, stance, m_int: int, name: str, labels,
                       contact_ok: bool, tau_prev: np.ndarray | None) -> tuple:
-        """What the compiled step needs to run the whole law (``wbc_kernels.wbc_step``, stage 4),
-        with ``command``'s bookkeeping; or mode 2 where the reference needs a numpy step (a
-        contact being unloaded, a no-slip contact: ``command`` then finishes the step).
+        """What the compiled step needs to run the whole law (``wbc_kernels.wbc_step``, stage 4,
+        the no-slip reference included), with ``command``'s bookkeeping; or mode 2 where the
+        reference needs a numpy step (a contact being unloaded: ``command`` then finishes the
+        step).
 
         Returns:
             (mode 1 or 2, F_int of the reference, the ramp's start (empty if none), whether
@@ -268,8 +269,7 @@ class InternalForces:
             InputError: the reference's internal forces do not match the model's rows.
         """
         unloading = self.transitions.unloading  # a body with an unloading ramp running
-        if (unloading and any(b in unloading for b in stance)) \
-                or (ref.no_slip and any(b in ref.no_slip for b in stance)):
+        if unloading and any(b in unloading for b in stance):
             return 2, None, None, False
         f_int_user = self.user_reference(ref, m_int, name, labels)
         self._begin(stance, m_int, contact_ok)

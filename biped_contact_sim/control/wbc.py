@@ -301,6 +301,10 @@ class WholeBodyController(StepTables, Controller):
             flags[wk.F_START] = recompute
             if s.load_share and len(stance) == 2:
                 flags[wk.F_SHARE] = self._share_inputs(ref, stance, scal)
+            if ref.no_slip:
+                flags[wk.F_NO_SLIP] = sum(1 << k for k, body in enumerate(stance)
+                                          if body in ref.no_slip)
+                scal[wk.S_PRELOAD] = ref.preload
         flags[wk.F_LAW] = mode
         flags[wk.F_OFFSET_NEW] = (self.transitions.changed and self._tau_prev is not None
                                   and s.transition_time > 0.0)

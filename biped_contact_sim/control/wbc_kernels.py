@@ -13,9 +13,9 @@ reference into tables and reads the torques back:
    outside the support, base and torso orientation; the angular-momentum row after stage 2),
    their whitened Jacobians Ĵ_k = J_k B T and the damped priority recursion (eqs. 27–31);
 4. the virtual linkage W_com, W_int at the anchors and the internal-force law with Γ_int of
-   eq. 42 (eqs. 32–42), when its reference needs no numpy step (no unloading, no no-slip
-   contact: ``law`` = 1); otherwise the call stops after stage 3 and ``InternalForces``
-   finishes it.
+   eq. 42 (eqs. 32–42), the no-slip contacts' reference included (``no_slip_rows``), when
+   its reference needs no numpy step (no unloading: ``law`` = 1); otherwise the call stops
+   after stage 3 and ``InternalForces`` finishes it.
 
 Frames from J and J̇: a point p (world) of the body of joint i moves with
 ṗ = (J_lin − [p]× J_ang) v over the columns of the joints that support i, and its classical
@@ -34,6 +34,7 @@ import numpy as np
 
 from biped_contact_sim.control.internal_forces_kernels import (
     linkage,
+    no_slip,
     surface_resultant,
     wrenches_at,
 )
@@ -58,12 +59,13 @@ C_KP_COM, C_KD_COM, C_KP_POST, C_KD_POST, C_KD_AM, C_RCOND, C_DAMP, C_KP_INT, C_
     C_INT_LIMIT, C_G = range(11)
 N_CONSTS = 11
 # flags
+# (F_NO_SLIP: the stance indices of the no-slip contacts as bits, 0 for none)
 F_POST_Q, F_POST_V, F_POST_A, F_LAW, F_HAS_MEAS, F_PI_ON, F_TORQUES_ON, F_START, F_SHARE, \
-    F_ORTHO, F_HEADING, F_OFFSET_NEW = range(12)
-N_FLAGS = 12
-# scal
-S_RAMP, S_A2, S_CX, S_CY, S_CZ, S_AX, S_AY, S_AZ = range(8)
-N_SCAL = 8
+    F_ORTHO, F_HEADING, F_OFFSET_NEW, F_NO_SLIP = range(13)
+N_FLAGS = 13
+# scal (S_PRELOAD: the no-slip contacts' least normal force, ``Reference.preload``)
+S_RAMP, S_A2, S_CX, S_CY, S_CZ, S_AX, S_AY, S_AZ, S_PRELOAD = range(9)
+N_SCAL = 9
 MIN_SHARE = 1e-3  # ctc.MIN_SHARE
 
 
@@ -333,6 +335,57 @@ def linkage_model(anchors, rotations, com, W_com, spec, ortho):  # pragma: no co
     return W_int, k82
 
 
+@kernel((i8, F2, F3, I2, i8, i8))
+def no_slip_rows(mask, anchors, rotations, spec, k82, m_int):  # pragma: no cover - compiled
+    """The rows of ``InternalForces.command``'s no-slip reference for the stance contacts in
+    the bits of ``mask``: (contacts, free, preload_free) — the tensions (every row if none),
+    then the tensions and, of each other contact, its CoP row along the direction to the first
+    no-slip contact (``InternalForces._cop_rows_towards``). ``spec`` is the model's rows, or
+    App. C eq. 82's with axis ``k82`` of contact 2 where k82 ≥ 0 (``linkage_model``)."""
+    n_s = anchors.shape[0]
+    count = 0
+    for k in range(n_s):
+        if (mask >> k) & 1:
+            count += 1
+    contacts = np.empty(count, np.int64)
+    count = 0
+    for k in range(n_s):
+        if (mask >> k) & 1:
+            contacts[count] = k
+            count += 1
+    rows = spec
+    if k82 >= 0:  # (TENSION, 0, 1), then the MOMENT rows of eq. 82
+        rows = np.array([[0, 0, 1], [1, 0, 0], [1, 0, 1], [1, 1, k82], [1, 0, 2], [1, 1, 2]],
+                        np.int64)
+    tensions = np.empty(rows.shape[0], np.int64)
+    n_t = 0
+    for r in range(rows.shape[0]):
+        if rows[r, 0] == 0:
+            tensions[n_t] = r
+            n_t += 1
+    cop = np.empty(rows.shape[0], np.int64)
+    n_c = 0
+    first = contacts[0]
+    for k in range(n_s):
+        if (mask >> k) & 1:
+            continue
+        d0 = d1 = 0.0
+        for a in range(3):
+            d = anchors[first, a] - anchors[k, a]
+            d0 += rotations[k, a, 0] * d
+            d1 += rotations[k, a, 1] * d
+        axis = 1 if abs(d0) >= abs(d1) else 0
+        for r in range(rows.shape[0]):
+            if rows[r, 0] == 1 and rows[r, 1] == k and rows[r, 2] == axis:
+                cop[n_c] = r
+                n_c += 1
+    free = tensions[:n_t].copy() if n_t else np.arange(m_int)
+    preload_free = np.empty(n_t + n_c, np.int64)
+    preload_free[:n_t] = tensions[:n_t]
+    preload_free[n_t:] = cop[:n_c]
+    return contacts, free, preload_free
+
+
 @kernel((F2, F1, F2f, F2f, F2f, F1, F1, F1, F1, ro(F2s), F1, F1,
          B2, I1, F2, F1, i8, i8, I1, F2, I2, F2, F2, I1, F2, I2, F1, F2, F1, F1, F1, F1))
 def wbc_stages(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres,
@@ -415,6 +468,13 @@ def wbc_stages(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids
     start = f_int_start
     if flags[F_START] != 0:
         start = W_int @ (f0 - D @ tau_prev)
+    if flags[F_NO_SLIP] != 0:  # no tangential force at the no-slip contacts
+        contacts, free, preload_free = no_slip_rows(flags[F_NO_SLIP], anchors, rotations, spec,
+                                                    k82, m_int)
+        user = np.empty(m_int)
+        no_slip(contacts, rotations, W_com, W_int, f_task, f_int_user, free, scal[S_PRELOAD],
+                preload_free, user)
+        f_int_user = user
     ramp = scal[S_RAMP]
     ref = f_int_user.copy()
     if ramp < 1.0 and start.size == m_int:
@@ -536,5 +596,5 @@ def load_shares(centres, sup, rotations, origins, scal, consts,
     return out
 
 
-__all__ = ["frame_rows", "linkage_model", "load_shares", "log3", "orthogonalize", "placement",
-           "support_rows", "tangents", "task_rows", "wbc_stages", "wbc_step"]
+__all__ = ["frame_rows", "linkage_model", "load_shares", "log3", "no_slip_rows", "orthogonalize",
+           "placement", "support_rows", "tangents", "task_rows", "wbc_stages", "wbc_step"]
