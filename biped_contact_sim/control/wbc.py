@@ -90,9 +90,10 @@ Stages 1–4 run as one compiled call (``wbc_kernels.wbc_step``) on the arrays p
 ``computeAllTerms`` leaves in its Data; the Python layer turns the reference into the step's
 tables (``_plan``) and reads the torques back. ``compiled = False`` runs the same tables
 through the numpy/pinocchio stages (``wbc_stages``, ``linalg``), the reference the tests
-compare the compiled step with. Where the internal-force reference needs a numpy step (a
-contact being unloaded, a no-slip contact), the compiled call stops after stage 3 and
-``InternalForces.command`` finishes with the compiled law.
+compare the compiled step with. The no-slip contacts' reference is part of the compiled
+call; where a contact is being unloaded, the call stops after stage 3 and
+``InternalForces.command`` finishes the step (the unloading reference in numpy, then the
+compiled law).
 
 Gains are checked against their discrete-time stability bounds (``wbc_settings``).
 """
@@ -367,7 +368,7 @@ class WholeBodyController(StepTables, Controller):
 
     def _compiled_stages(self, args, ref, t, stance, requested, bodies, measured, cops,
                          force_info, name) -> ControlOutput | None:
-        """A step whose internal-force reference needs numpy (unloading, no-slip): stages 1–3
+        """A step whose internal-force reference needs numpy (a contact unloading): stages 1–3
         compiled (``wbc_kernels.wbc_stages``), the law by ``InternalForces.command``."""
         (code, tau, damped, anchors, origins, rotations, D, f0, G, T, W_com, W_int, k82, *_) = \
             wk.wbc_stages(*args)
