@@ -11,8 +11,8 @@
   dependent on the tasks above it (where the truncated pseudo-inverse jumps);
 * the pivoted-Cholesky factor of a PSD matrix against its definition;
 * the compiled constrained dynamics of a support (D, B, a0, f0; then Φ* = G Gᵀ, T) and the
-  internal-force torques of eq. 42 and the no-slip internal-force reference against their numpy
-  references (``control.linalg``, ``control.contact_set``), on the
+  internal-force torques of eq. 42 and the no-slip and unloading internal-force references
+  against their numpy references (``control.linalg``, ``control.contact_set``), on the
   biped and the humanoid in flight, single, double, three- and four-contact support at random
   states, and their refusal (ok False, so that the counted reference runs) for a singular
   support.
@@ -523,6 +523,39 @@ def test_no_slip_kernel_against_reference():
         if preload and not np.allclose(want, no_slip_reference(list(contacts), *args, free=free)):
             second_solves += 1
     assert second_solves > 50
+
+
+def test_unloading_kernel_against_reference():
+    """The unloading internal-force reference (``internal_forces_kernels.unloading``) equals
+    its numpy form ``contact_set.unloading_reference`` to 1e-10 on random supports of 2–4
+    contacts with 1–2 contacts unloading: free rows that can meet the targets (the least-norm
+    change of those rows), too few to meet them (every row then), and no free rows given
+    (every row)."""
+    from biped_contact_sim.control.contact_set import unloading_reference
+
+    rng = np.random.default_rng(12)
+    branches = {"free": 0, "every": 0}
+    for trial in range(300):
+        n_s = int(rng.integers(2, 5))
+        m_int = 6 * n_s - 6
+        W_com, W_int = rng.normal(size=(6, 6 * n_s)), rng.normal(size=(m_int, 6 * n_s))
+        u = int(rng.integers(1, min(n_s - 1, 2) + 1))
+        contacts = np.sort(rng.choice(n_s, size=u, replace=False))
+        targets = rng.normal(size=(u, 6)) * 50.0
+        f_task, f_int_ref = rng.normal(size=6 * n_s) * 100.0, rng.normal(size=m_int) * 10.0
+        size = int(rng.integers(1, m_int + 1)) if trial % 7 else 0
+        free = np.sort(rng.choice(m_int, size=size, replace=False)).astype(np.int64)
+        want = unloading_reference(dict(zip(contacts.tolist(), targets, strict=True)), W_com,
+                                   W_int, f_task, f_int_ref, free=free if size else None)
+        got = np.empty(m_int)
+        internal_forces_kernels.unloading(contacts.astype(np.int64), targets, W_com, W_int,
+                                          f_task, f_int_ref, free, got)
+        np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-10 * max(1.0, np.abs(want).max()))
+        if size:
+            outside = np.setdiff1d(np.arange(m_int), free)
+            kept = np.allclose(want[outside], f_int_ref[outside], rtol=0.0, atol=1e-12)
+            branches["free" if kept else "every"] += 1
+    assert branches["free"] > 20 and branches["every"] > 20, branches
 
 
 @pytest.mark.parametrize("scenario", ["stand", "walk"])

@@ -53,6 +53,7 @@ from biped_contact_sim.control.internal_forces_kernels import (
 from biped_contact_sim.control.internal_forces_kernels import no_slip as no_slip_kernel
 from biped_contact_sim.control.linalg import internal_force_torques_reference
 from biped_contact_sim.control.linalg_kernels import internal_force_law
+from biped_contact_sim.control.wbc_kernels import U_COLS, U_SIGMA, U_W0
 from biped_contact_sim.errors import InputError
 
 
@@ -75,6 +76,7 @@ class InternalForces:
         self._sole_centre, self._g = sole_centre, g
         self._layouts: dict[tuple, tuple] = {}
         self._no_measurement = np.zeros(0)
+        self._no_unload = np.zeros((0, U_COLS))
         #: the no-slip reference and the end of the law (tension, PI, Γ_int) compiled
         #: (``internal_forces_kernels.no_slip``, ``linalg_kernels.internal_force_law``); False:
         #: their numpy forms ``no_slip_reference``, ``internal_force_law_reference`` (the tests)
@@ -256,30 +258,52 @@ class InternalForces:
     def compiled_plan(self, t: float, ref, stance, m_int: int, name: str, labels,
                       contact_ok: bool, tau_prev: np.ndarray | None) -> tuple:
         """What the compiled step needs to run the whole law (``wbc_kernels.wbc_step``, stage 4,
-        the no-slip reference included), with ``command``'s bookkeeping; or mode 2 where the
-        reference needs a numpy step (a contact being unloaded: ``command`` then finishes the
-        step).
+        the no-slip and unloading references included), with ``command``'s bookkeeping.
 
         Returns:
-            (mode 1 or 2, F_int of the reference, the ramp's start (empty if none), whether
-            the start is to be recomputed from the last applied torques (a change of
-            support); the rest None in mode 2).
+            (mode 1, F_int of the reference, the ramp's start (empty if none), whether the
+            start is to be recomputed from the last applied torques (a change of support)).
 
         Raises:
             InputError: the reference's internal forces do not match the model's rows.
         """
-        unloading = self.transitions.unloading  # a body with an unloading ramp running
-        if unloading and any(b in unloading for b in stance):
-            return 2, None, None, False
         f_int_user = self.user_reference(ref, m_int, name, labels)
         self._begin(stance, m_int, contact_ok)
-        for body in stance:
-            self._unload_w0.pop(body, None)
         recompute = self.transitions.changed and tau_prev is not None
         if self.transitions.changed and tau_prev is None:
             self._f_int_start = None
         start = self._f_int_start
         return 1, f_int_user, (self._no_measurement if start is None else start), recompute
+
+    def compiled_unloading(self, t: float, stance) -> tuple[int, int, np.ndarray]:
+        """``_unloading_targets``' inputs for the compiled step (``wbc_kernels.unloading_rows``):
+        (the stance contacts being unloaded as bits, those whose w₀ is known as bits, the
+        table (n_s, ``U_COLS``) of w₀ and σ); w₀ of the other stance bodies is forgotten."""
+        if not self.transitions.unloading:
+            for body in stance:
+                self._unload_w0.pop(body, None)
+            return 0, 0, self._no_unload
+        mask = known = 0
+        table = np.zeros((len(stance), U_COLS))
+        for k, name in enumerate(stance):
+            sigma = self.transitions.unload_fraction(name, t)
+            if sigma is None:
+                self._unload_w0.pop(name, None)
+                continue
+            mask |= 1 << k
+            table[k, U_SIGMA] = sigma
+            w0 = self._unload_w0.get(name)
+            if w0 is not None:
+                known |= 1 << k
+                table[k, U_W0:U_W0 + 6] = w0
+        return mask, known, table
+
+    def keep_unloading(self, stance, mask: int, known: int, table: np.ndarray) -> None:
+        """Keep the w₀ the compiled step took (``compiled_unloading``'s table) of the bodies
+        whose unloading started at this step."""
+        for k, name in enumerate(stance):
+            if (mask >> k) & 1 and not (known >> k) & 1:
+                self._unload_w0[name] = table[k, U_W0:U_W0 + 6].copy()
 
     def eq82_rows(self, stance, k: int) -> tuple[np.ndarray, tuple[str, ...]]:
         """(eq. 82 row specs, labels) with the retained axis k of contact 2, cached; sets them

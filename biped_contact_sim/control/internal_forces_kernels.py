@@ -13,7 +13,9 @@ control step. The tests compare every kernel with its numpy/pinocchio reference.
 * ``wrenches_at``: measured sole wrenches (sole frame, about the sole origin) to world
   wrenches about the anchors P_k, f = R f_s, m_P = R τ_s − (P − o) × f;
 * ``no_slip``: the internal-force reference with no tangential force at the no-slip contacts
-  (``control.contact_set.no_slip_reference``, its numpy form).
+  (``control.contact_set.no_slip_reference``, its numpy form);
+* ``unloading``: the internal-force reference that gives the contacts being unloaded their
+  target wrenches (``control.contact_set.unloading_reference``, its numpy form).
 
 The other compiled loops of the control layer: ``body_tasks_kernels.point_rows``,
 ``walking_kernels`` (the walk's references), ``linalg_kernels`` (the dense solves, ``ctc``'s
@@ -95,6 +97,19 @@ def wrenches_at(wrench_sole, rotations, origins, points, out):  # pragma: no cov
         out[o + 5] -= d0 * f1 - d1 * f0
 
 
+@kernel((ro(F2s), ro(F2s), ro(I1s)))
+def _inverse_rows(W_com, W_int, rows):  # pragma: no cover - compiled
+    """The rows ``rows`` of G⁻¹, G = [W_com; W_int] square: one solve Gᵀ Eᵀ = I[:, rows]."""
+    n_g = W_com.shape[1]
+    G_T = np.empty((n_g, n_g))
+    G_T[:, :6] = W_com.T
+    G_T[:, 6:] = W_int.T
+    rhs = np.zeros((n_g, rows.shape[0]))
+    for i in range(rows.shape[0]):
+        rhs[rows[i], i] = 1.0
+    return np.ascontiguousarray(np.linalg.solve(G_T, rhs).T)
+
+
 @kernel((ro(I1s), ro(F3s), F2, F1, ro(F1s), ro(I1s), b1, F1, F1))
 def _no_slip_solve(contacts, rotations, E, Q, f_int_ref, cols, loaded_any, loaded,
                    out):  # pragma: no cover - compiled
@@ -141,18 +156,15 @@ def no_slip(contacts, rotations, W_com, W_int, f_task, f_int_ref, free, preload,
     """out (m_int,) ← ``contact_set.no_slip_reference`` (its docstring; Sentis et al. eqs. 13,
     47): the F_int,ref closest to ``f_int_ref`` over the rows ``free`` with no tangential force
     at the ``contacts``, then, where a contact's normal force is below ``preload``, with that
-    normal force = ``preload`` over the rows ``preload_free``. E, the force rows of G⁻¹ with
-    G = [W_com; W_int], from one solve Gᵀ Eᵀ = I[:, rows]."""
+    normal force = ``preload`` over the rows ``preload_free``. E: the force rows of G⁻¹
+    (``_inverse_rows``)."""
     c = contacts.shape[0]
     n_g = W_com.shape[1]
-    G_T = np.empty((n_g, n_g))  # Gᵀ
-    G_T[:, :6] = W_com.T
-    G_T[:, 6:] = W_int.T
-    rhs = np.zeros((n_g, 3 * c))
+    rows = np.empty(3 * c, np.int64)
     for i in range(c):
         for a in range(3):
-            rhs[6 * contacts[i] + a, 3 * i + a] = 1.0
-    E = np.ascontiguousarray(np.linalg.solve(G_T, rhs).T)
+            rows[3 * i + a] = 6 * contacts[i] + a
+    E = _inverse_rows(W_com, W_int, rows)
     Q = np.empty(n_g)
     Q[:6] = np.dot(np.ascontiguousarray(W_com), np.ascontiguousarray(f_task))
     Q[6:] = f_int_ref
@@ -174,4 +186,42 @@ def no_slip(contacts, rotations, W_com, W_int, f_task, f_int_ref, free, preload,
             _no_slip_solve(contacts, rotations, E, Q, f_int_ref, preload_free, True, low, out)
 
 
-__all__ = ["linkage", "no_slip", "surface_resultant", "wrenches_at"]
+@kernel((ro(I1s), ro(F2s), ro(F2s), ro(F2s), ro(F1s), ro(F1s), ro(I1s), F1))
+def unloading(contacts, targets, W_com, W_int, f_task, f_int_ref, free,
+              out):  # pragma: no cover - compiled
+    """out (m_int,) ← ``contact_set.unloading_reference`` (its docstring; Sentis et al. eqs. 13,
+    47): the F_int,ref closest to ``f_int_ref`` whose wrenches give each contact
+    ``contacts[i]`` its target ``targets[i]`` (world, about its anchor), a least-norm change
+    of the rows ``free``; of every row where those cannot meet the targets to 1 % of their
+    norm. An empty ``free``: every row."""
+    u = contacts.shape[0]
+    rows = np.empty(6 * u, np.int64)
+    for i in range(u):
+        for a in range(6):
+            rows[6 * i + a] = 6 * contacts[i] + a
+    E = _inverse_rows(W_com, W_int, rows)
+    E_c = np.ascontiguousarray(E[:, :6])
+    E_i = np.ascontiguousarray(E[:, 6:])
+    w_star = np.empty(6 * u)
+    for i in range(u):
+        w_star[6 * i:6 * i + 6] = targets[i]
+    F_com = np.dot(np.ascontiguousarray(W_com), np.ascontiguousarray(f_task))
+    ref = np.ascontiguousarray(f_int_ref)
+    r = w_star - np.dot(E_c, F_com) - np.dot(E_i, ref)
+    scale = max(np.dot(w_star, w_star), 1.0)
+    n_free = free.shape[0]
+    if n_free > 0:
+        B = np.empty((6 * u, n_free))
+        for j in range(n_free):
+            B[:, j] = E_i[:, free[j]]
+        step = np.dot(np.linalg.pinv(B), r)
+        residual = r - np.dot(B, step)
+        if np.dot(residual, residual) <= 1e-4 * scale:
+            out[:] = f_int_ref
+            for j in range(n_free):
+                out[free[j]] += step[j]
+            return
+    out[:] = ref + np.dot(np.linalg.pinv(E_i), r)
+
+
+__all__ = ["linkage", "no_slip", "surface_resultant", "unloading", "wrenches_at"]

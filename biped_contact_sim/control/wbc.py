@@ -90,10 +90,8 @@ Stages 1–4 run as one compiled call (``wbc_kernels.wbc_step``) on the arrays p
 ``computeAllTerms`` leaves in its Data; the Python layer turns the reference into the step's
 tables (``_plan``) and reads the torques back. ``compiled = False`` runs the same tables
 through the numpy/pinocchio stages (``wbc_stages``, ``linalg``), the reference the tests
-compare the compiled step with. The no-slip contacts' reference is part of the compiled
-call; where a contact is being unloaded, the call stops after stage 3 and
-``InternalForces.command`` finishes the step (the unloading reference in numpy, then the
-compiled law).
+compare the compiled step with. The internal-force reference of no-slip and of unloading
+contacts is part of the compiled call.
 
 Gains are checked against their discrete-time stability bounds (``wbc_settings``).
 """
@@ -275,10 +273,8 @@ class WholeBodyController(StepTables, Controller):
 
     def _compiled_step(self, Minv, q, v, ref, t, stance, requested, bodies, measured, cops,
                        plan) -> ControlOutput | None:
-        """Steps 1–5 by ``wbc_kernels.wbc_step``; where the internal-force reference needs a
-        numpy step, stages 1–3 by ``wbc_kernels.wbc_stages``, then ``InternalForces.command``
-        and ``_output``. None where the support is singular (the numpy path then takes the
-        step and counts its pseudo-inverse)."""
+        """Steps 1–5 by ``wbc_kernels.wbc_step``. None where the support is singular (the numpy
+        path then takes the step and counts its pseudo-inverse)."""
         s = self.settings
         sup, sup_local, tasks, par, post, flags, force_info = plan
         spec, name, ortho, m_int = self._layout(stance, bodies, ref)
@@ -287,14 +283,14 @@ class WholeBodyController(StepTables, Controller):
         scal[wk.S_RAMP] = self.transitions.ramp(t)
         tau_prev = self._tau_prev if self._tau_prev is not None else self._empty
         mode, f_int_user, start, recompute = 0, self._empty, self._empty, False
+        unloading, known, unload = 0, 0, self.internal._no_unload
         contact_ok = measured is not None
         if name is not None:
             labels = (self.internal.eq82_rows(stance, 0)[1] if name == "eq82"
                       else self.internal._linkage[2])
             mode, f_int_user, start, recompute = self.internal.compiled_plan(
                 t, ref, stance, m_int, name, labels, contact_ok, self._tau_prev)
-            if mode == 2:
-                f_int_user, start = self._empty, self._empty
+            unloading, known, unload = self.internal.compiled_unloading(t, stance)
         if mode == 1:
             flags[wk.F_HAS_MEAS] = contact_ok
             flags[wk.F_PI_ON] = contact_ok and (s.kp_int > 0 or s.ki_int > 0)
@@ -306,6 +302,7 @@ class WholeBodyController(StepTables, Controller):
                 flags[wk.F_NO_SLIP] = sum(1 << k for k, body in enumerate(stance)
                                           if body in ref.no_slip)
                 scal[wk.S_PRELOAD] = ref.preload
+            flags[wk.F_UNLOAD], flags[wk.F_UNLOAD_KNOWN] = unloading, known
         flags[wk.F_LAW] = mode
         flags[wk.F_OFFSET_NEW] = (self.transitions.changed and self._tau_prev is not None
                                   and s.transition_time > 0.0)
@@ -313,10 +310,8 @@ class WholeBodyController(StepTables, Controller):
                 self._consts, self._j0, self._qj0, sup, sup_local, tasks, par, post, flags,
                 self._R_base_ref, spec, f_int_user,
                 self._no_wrench if measured is None else measured,
-                self.internal.integral if mode == 1 else self._empty, tau_prev, start, scal)
-        if mode == 2:
-            return self._compiled_stages(args, ref, t, stance, requested, bodies, measured, cops,
-                                         force_info, name)
+                self.internal.integral if mode == 1 else self._empty, tau_prev, start, scal,
+                unload)
         step = self._step_entry
         if step is None:
             step = self._step_entry = entry_point(wk.wbc_step)
@@ -333,6 +328,8 @@ class WholeBodyController(StepTables, Controller):
         self._tau_prev = tau_cmd
         labels = None
         if mode == 1:
+            if unloading:
+                self.internal.keep_unloading(stance, unloading, known, unload)
             n_ref, n_meas, n_alpha, n_start = sizes
             if recompute:
                 i = 2 * n + 6 * n_s + 6 * (n_s > 0) + m_int + 2 * n_ref + n_meas + n_alpha
@@ -365,27 +362,6 @@ class WholeBodyController(StepTables, Controller):
                               com_vel, stuck, integral)
 
         return ControlOutput(tau_cmd, LazyDict(info))
-
-    def _compiled_stages(self, args, ref, t, stance, requested, bodies, measured, cops,
-                         force_info, name) -> ControlOutput | None:
-        """A step whose internal-force reference needs numpy (a contact unloading): stages 1–3
-        compiled (``wbc_kernels.wbc_stages``), the law by ``InternalForces.command``."""
-        (code, tau, damped, anchors, origins, rotations, D, f0, G, T, W_com, W_int, k82, *_) = \
-            wk.wbc_stages(*args)
-        if code == 1:
-            return None
-        if code == 2:
-            raise InputError("two commanded CoPs coincide: no tension line between them")
-        labels = (self.internal.eq82_rows(stance, k82)[1] if name == "eq82"
-                  else self.internal._linkage[2])
-        d_tau, fallback, f_int_ref, f_int_cmd, f_int_meas, alpha = self.internal.command(
-            t, ref, stance, bodies, measured, origins, rotations, anchors, W_com, W_int, labels,
-            name, f0, D, G, T, tau, self._tau_prev)
-        if d_tau is not None:
-            tau = tau + d_tau
-        return self._output(t, ref, stance, requested, cops, force_info, tau, damped + fallback,
-                            anchors, origins, rotations, D, f0, W_com, W_int, labels, name,
-                            (f_int_ref, f_int_cmd, f_int_meas, alpha))
 
     def _reference_step(self, Minv, q, v, ref, t, stance, bodies, measured, plan):
         """Stages 1–4 in numpy and pinocchio (``wbc_stages``, ``linalg``): the reference of

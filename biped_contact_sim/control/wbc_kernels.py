@@ -13,9 +13,8 @@ reference into tables and reads the torques back:
    outside the support, base and torso orientation; the angular-momentum row after stage 2),
    their whitened Jacobians Ĵ_k = J_k B T and the damped priority recursion (eqs. 27–31);
 4. the virtual linkage W_com, W_int at the anchors and the internal-force law with Γ_int of
-   eq. 42 (eqs. 32–42), the no-slip contacts' reference included (``no_slip_rows``), when
-   its reference needs no numpy step (no unloading: ``law`` = 1); otherwise the call stops
-   after stage 3 and ``InternalForces`` finishes it.
+   eq. 42 (eqs. 32–42), its reference with the no-slip contacts' and the unloading contacts'
+   conditions (``no_slip_rows``, ``unloading_rows``; ``law`` = 1).
 
 Frames from J and J̇: a point p (world) of the body of joint i moves with
 ṗ = (J_lin − [p]× J_ang) v over the columns of the joints that support i, and its classical
@@ -36,6 +35,7 @@ from biped_contact_sim.control.internal_forces_kernels import (
     linkage,
     no_slip,
     surface_resultant,
+    unloading,
     wrenches_at,
 )
 from biped_contact_sim.control.linalg_kernels import (
@@ -59,10 +59,15 @@ C_KP_COM, C_KD_COM, C_KP_POST, C_KD_POST, C_KD_AM, C_RCOND, C_DAMP, C_KP_INT, C_
     C_INT_LIMIT, C_G = range(11)
 N_CONSTS = 11
 # flags
-# (F_NO_SLIP: the stance indices of the no-slip contacts as bits, 0 for none)
+# (F_NO_SLIP, F_UNLOAD: the stance indices of the no-slip and of the unloading contacts as
+# bits, 0 for none; F_UNLOAD_KNOWN: those whose wrench at the unloading's start is known)
 F_POST_Q, F_POST_V, F_POST_A, F_LAW, F_HAS_MEAS, F_PI_ON, F_TORQUES_ON, F_START, F_SHARE, \
-    F_ORTHO, F_HEADING, F_OFFSET_NEW, F_NO_SLIP = range(13)
-N_FLAGS = 13
+    F_ORTHO, F_HEADING, F_OFFSET_NEW, F_NO_SLIP, F_UNLOAD, F_UNLOAD_KNOWN = range(15)
+N_FLAGS = 15
+#: columns of the ``unload`` table (one row per stance contact): its wrench w₀ (world, about
+#: the anchor) when its unloading started, then σ of its unloading ramp
+U_W0, U_SIGMA = 0, 6
+U_COLS = 7
 # scal (S_PRELOAD: the no-slip contacts' least normal force, ``Reference.preload``)
 S_RAMP, S_A2, S_CX, S_CY, S_CZ, S_AX, S_AY, S_AZ, S_PRELOAD = range(9)
 N_SCAL = 9
@@ -335,6 +340,57 @@ def linkage_model(anchors, rotations, com, W_com, spec, ortho):  # pragma: no co
     return W_int, k82
 
 
+@kernel((I2, i8))
+def model_rows(spec, k82):  # pragma: no cover - compiled
+    """The row specs of the linkage ``linkage_model`` built: App. C eq. 82's with axis ``k82``
+    of contact 2 where k82 ≥ 0, else ``spec``."""
+    if k82 < 0:
+        return spec
+    # (TENSION, 0, 1), then the MOMENT rows
+    return np.array([[0, 0, 1], [1, 0, 0], [1, 0, 1], [1, 1, k82], [1, 0, 2], [1, 1, 2]],
+                    np.int64)
+
+
+@kernel((i8, i8, F2, I2, i8, F1, F1, F1, F2))
+def unloading_rows(mask, known, unload, spec, k82, f_task, f0, f_prev,
+                   D):  # pragma: no cover - compiled
+    """What ``InternalForces.command`` hands ``unloading_reference`` for the stance contacts in
+    the bits of ``mask``: (contacts, targets (1 − σ) w₀, free rows). w₀, a contact's wrench
+    when its unloading started, is read from ``unload`` where its bit is in ``known``, else
+    taken from the wrenches the last applied torques make, f₀ − D Γ_prev (eq. 20; the tasks'
+    own, ``f_task``, when ``f_prev`` is empty: no torques yet) and written there. Free rows:
+    every row but the moments of the contacts not unloading (their CoPs and normal moments
+    stay at their references)."""
+    n_s = unload.shape[0]
+    u = 0
+    for k in range(n_s):
+        if (mask >> k) & 1:
+            u += 1
+    contacts = np.empty(u, np.int64)
+    targets = np.empty((u, 6))
+    source = f_task
+    if f_prev.size:
+        source = f0 - D @ f_prev
+    i = 0
+    for k in range(n_s):
+        if not (mask >> k) & 1:
+            continue
+        if not (known >> k) & 1:
+            unload[k, U_W0:U_W0 + 6] = source[6 * k:6 * k + 6]
+        contacts[i] = k
+        for a in range(6):
+            targets[i, a] = (1.0 - unload[k, U_SIGMA]) * unload[k, U_W0 + a]
+        i += 1
+    rows = model_rows(spec, k82)
+    free = np.empty(rows.shape[0], np.int64)
+    n_free = 0
+    for r in range(rows.shape[0]):
+        if rows[r, 0] != 1 or (mask >> rows[r, 1]) & 1:
+            free[n_free] = r
+            n_free += 1
+    return contacts, targets, free[:n_free].copy()
+
+
 @kernel((i8, F2, F3, I2, i8, i8))
 def no_slip_rows(mask, anchors, rotations, spec, k82, m_int):  # pragma: no cover - compiled
     """The rows of ``InternalForces.command``'s no-slip reference for the stance contacts in
@@ -353,10 +409,7 @@ def no_slip_rows(mask, anchors, rotations, spec, k82, m_int):  # pragma: no cove
         if (mask >> k) & 1:
             contacts[count] = k
             count += 1
-    rows = spec
-    if k82 >= 0:  # (TENSION, 0, 1), then the MOMENT rows of eq. 82
-        rows = np.array([[0, 0, 1], [1, 0, 0], [1, 0, 1], [1, 1, k82], [1, 0, 2], [1, 1, 2]],
-                        np.int64)
+    rows = model_rows(spec, k82)
     tensions = np.empty(rows.shape[0], np.int64)
     n_t = 0
     for r in range(rows.shape[0]):
@@ -387,11 +440,11 @@ def no_slip_rows(mask, anchors, rotations, spec, k82, m_int):  # pragma: no cove
 
 
 @kernel((F2, F1, F2f, F2f, F2f, F1, F1, F1, F1, ro(F2s), F1, F1,
-         B2, I1, F2, F1, i8, i8, I1, F2, I2, F2, F2, I1, F2, I2, F1, F2, F1, F1, F1, F1))
+         B2, I1, F2, F1, i8, i8, I1, F2, I2, F2, F2, I1, F2, I2, F1, F2, F1, F1, F1, F1, F2))
 def wbc_stages(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres,
                consts, j0, qj0, sup, sup_local, tasks, task_par, post, flags, R_ref, spec,
-               f_int_user, w_meas, integral, tau_prev, f_int_start,
-               scal):  # pragma: no cover - compiled
+               f_int_user, w_meas, integral, tau_prev, f_int_start, scal,
+               unload):  # pragma: no cover - compiled
     """Stages 1–4 of a control step of ``wbc`` (module docstring) with every intermediate.
 
     Returns:
@@ -460,9 +513,6 @@ def wbc_stages(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids
         return (0, tau, damped, anchors, origins, rotations, D, f0, G, T, W_com, W_int, k82,
                 f_task, none1, none1, none1, none1, none1)
     f_task = f0 - D @ tau
-    if flags[F_LAW] == 2:
-        return (0, tau, damped, anchors, origins, rotations, D, f0, G, T, W_com, W_int, k82,
-                f_task, none1, none1, none1, none1, none1)
     # 4. internal forces (eqs. 32–42): the reference ramps from the start after a change
     m_int = W_int.shape[0]
     start = f_int_start
@@ -479,7 +529,15 @@ def wbc_stages(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids
     ref = f_int_user.copy()
     if ramp < 1.0 and start.size == m_int:
         ref = start + ramp * (f_int_user - start)
-    alpha = load_shares(centres, sup, rotations, origins, scal, consts, flags[F_SHARE])
+    if flags[F_UNLOAD] != 0:  # the unloading contacts' target wrenches; no load shares then
+        contacts, targets, free = unloading_rows(flags[F_UNLOAD], flags[F_UNLOAD_KNOWN], unload,
+                                                 spec, k82, f_task, f0, tau_prev, D)
+        unloaded = np.empty(m_int)
+        unloading(contacts, targets, W_com, W_int, f_task, ref, free, unloaded)
+        ref = unloaded
+        alpha = np.zeros(0)
+    else:
+        alpha = load_shares(centres, sup, rotations, origins, scal, consts, flags[F_SHARE])
     tension = alpha[0] - alpha[1] if alpha.size else 0.0
     has_meas = flags[F_HAS_MEAS] != 0
     F_meas = np.zeros(m_s if has_meas else 0)
@@ -497,10 +555,10 @@ def wbc_stages(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids
 
 @kernel((F2, F1, F2f, F2f, F2f, F1, F1, F1, F1, ro(F2s), F1, F1,
          B2, I1, F2, F1, i8, i8, I1, F2, I2, F2, F2, I1, F2, I2, F1, F2, F1, F1, F1, F1,
-         F1, F1, F2))
+         F2, F1, F1, F2))
 def wbc_step(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres, consts,
              j0, qj0, sup, sup_local, tasks, task_par, post, flags, R_ref, spec, f_int_user,
-             w_meas, integral, tau_prev, f_int_start, scal, limit, tau_offset,
+             w_meas, integral, tau_prev, f_int_start, scal, unload, limit, tau_offset,
              cops):  # pragma: no cover - compiled
     """One control step of ``wbc``: ``wbc_stages`` (``flags[F_LAW]`` 0 or 1), then step 5 —
     the torque offset of a change of support decaying along σ = ``scal[S_RAMP]``
@@ -519,7 +577,7 @@ def wbc_step(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, 
      ref, cmd, meas, alpha, start) = wbc_stages(
         Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids, centres, consts, j0,
         qj0, sup, sup_local, tasks, task_par, post, flags, R_ref, spec, f_int_user, w_meas,
-        integral, tau_prev, f_int_start, scal)
+        integral, tau_prev, f_int_start, scal, unload)
     n_s = sup.size
     if code != 0:
         return code, damped, k82, 0, False, (0, 0, 0, 0), np.zeros(0), np.zeros((0, 3))
