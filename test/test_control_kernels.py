@@ -619,22 +619,27 @@ def test_compiled_step_picks_the_rows_internal_forces_picks():
     assert cases > 300
 
 
-@pytest.mark.parametrize("scenario", ["stand", "walk"])
-def test_internal_force_law_along_a_wbc_run(scenario):
-    """A wbc controller with the compiled law and a twin with its numpy form, fed the same
-    measurements along a run (the twin's integral follows its own law): the same torques and
-    internal forces to 1e-10."""
+@pytest.mark.parametrize(("scenario", "steps", "sets"),
+                         [("stand", 800, {"contacts": "points"}),
+                          ("walk", 800, {"contacts": "points"}),
+                          ("lean_on_table", 2600, {})])
+def test_internal_force_law_along_a_wbc_run(scenario, steps, sets):
+    """``InternalForces.command`` with its compiled kernels (the law, the no-slip reference)
+    and a twin with their numpy forms, both after the numpy stages of ``wbc`` (the compiled
+    step runs the law inside its one call: ``test_wbc_compiled``), fed the same measurements
+    along a run (the twin's integral follows its own law): the same torques and internal
+    forces to 1e-10; ``lean_on_table`` reaches its no-slip hand."""
     from biped_contact_sim.session.builder import build
     from biped_contact_sim.session.config import SimConfig
 
-    built = build(SimConfig.from_sets(scenario, "penalty_fl", "wbc",
-                                      sets={"contacts": "points"}))
+    built = build(SimConfig.from_sets(scenario, "penalty_fl", "wbc", sets=sets))
     sim, control = built.sim, built.control
-    twin = build(SimConfig.from_sets(scenario, "penalty_fl", "wbc",
-                                     sets={"contacts": "points"})).control
+    twin = build(SimConfig.from_sets(scenario, "penalty_fl", "wbc", sets=sets)).control
+    control.controller.compiled = twin.controller.compiled = False
     twin.controller.internal.compiled = False
-    checked = 0
-    for _ in range(800):
+    assert control.controller.internal.compiled
+    checked = no_slip = 0
+    for _ in range(steps):
         twin.wrenches = control.wrenches
         tau, tau_ref = control(sim.t, sim.q, sim.v), twin(sim.t, sim.q, sim.v)
         np.testing.assert_allclose(tau, tau_ref, rtol=0.0,
@@ -644,9 +649,11 @@ def test_internal_force_law_along_a_wbc_run(scenario):
                 np.testing.assert_allclose(control.info[key], twin.info[key], rtol=0.0,
                                            atol=1e-9, equal_nan=True)
                 checked += 1
+        no_slip += "left_hand" in control.info["stance"]
         q_prev = sim.q
         control.observe(q_prev, sim.step(tau))
     assert checked > 1000  # the law ran, with measurements, all along
+    assert scenario != "lean_on_table" or no_slip > 100
 
 
 @pytest.mark.parametrize("robot_name", ["biped3d", "humanoid"])

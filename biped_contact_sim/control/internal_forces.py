@@ -220,12 +220,14 @@ class InternalForces:
             alpha = reference_load_shares(ref, stance, centres, self._g)
         pi_on = contact_ok and (s.kp_int > 0 or s.ki_int > 0)
         tension = 0.0 if alpha is None else float(alpha[0] - alpha[1])
-        law = internal_force_law if self.compiled else internal_force_law_reference
-        # the rest (tension, measured forces, PI, Γ_int): one compiled call
+        # the rest (tension, measured forces, PI, Γ_int): one compiled call, on C-ordered
+        # arrays (the numpy stages, the path of a singular support, can give others)
+        law, order = ((internal_force_law, np.ascontiguousarray) if self.compiled
+                      else (internal_force_law_reference, np.asarray))
         d_tau, damped, f_int_ref, f_int_cmd, f_int_meas = law(
-            W_int, D, G, T, f_task, F_meas, contact_ok, np.asarray(f_int_ref, dtype=float),
-            tension, self.integral, s.kp_int, s.ki_int * self.dt, s.int_limit, pi_on,
-            s.internal_forces, s.task_damping)
+            *(order(x, dtype=float) for x in (W_int, D, G, T, f_task)), F_meas, contact_ok,
+            order(f_int_ref, dtype=float), tension, self.integral, s.kp_int,
+            s.ki_int * self.dt, s.int_limit, pi_on, s.internal_forces, s.task_damping)
         if not contact_ok:
             f_int_meas = None
         if not s.internal_forces:
