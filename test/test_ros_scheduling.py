@@ -89,6 +89,47 @@ def test_safe_commands(biped):
         scheduling.SafeCommand(biped, "brake", 1.0, 1.0, 1.0, 1e-3)
 
 
+@pytest.mark.parametrize(("scenario", "hold_s"), [("stand", 1.0), ("stand", 5.0),
+                                                 ("multicontact", 5.0)])
+def test_the_default_hold_keeps_the_robot_upright_for_a_new_controller(scenario, hold_s):
+    """The simulator node's default joint hold (``SimNodeConfig``'s stiffness and damping),
+    started 0.5 s into a ``wbc`` stand, keeps the biped and the humanoid upright for
+    ``hold_s`` (base pitch and roll within 2°, pelvis within 1.5 cm of its height); on the
+    biped, a newly started ``wbc`` stand takes the robot over from there and holds it for
+    2 s (``multicontact``'s own timeline has moved on to its hand phases by then). At
+    300 N·m/rad the biped settled 4–5° leaning back, a new controller diverged from that lean
+    after a 1 s or a 5 s hold, and the humanoid fell."""
+    import pinocchio as pin
+
+    from biped_contact_sim.ros.params import SimNodeConfig
+    from biped_contact_sim.session.builder import build
+    from biped_contact_sim.session.config import SimConfig
+
+    config = SimConfig.from_sets(scenario, "penalty_fl", "wbc")
+    built = build(config)
+    sim, robot = built.sim, built.robot
+
+    def run(control, steps, closed=True):
+        for _ in range(steps):
+            q = sim.q
+            step = sim.step(control(sim.t, q, sim.v))
+            if closed:
+                control.observe(q, step)
+
+    run(built.control, 500)
+    node = SimNodeConfig()
+    hold = scheduling.SafeCommand(robot, "hold", node.hold_stiffness, node.hold_damping,
+                                  node.stale_damping, 1e-3)
+    hold.start(sim.q)
+    run(lambda t, q, v: hold.torque(q, v), round(hold_s * 1000), closed=False)
+    roll, pitch, _ = pin.rpy.matrixToRpy(pin.Quaternion(sim.q[3:7]).toRotationMatrix())
+    assert max(abs(roll), abs(pitch)) < np.radians(2.0), np.degrees([roll, pitch])
+    assert abs(sim.q[2] - built.q0[2]) < 0.015
+    if scenario == "stand":
+        run(build(config).control, 2000)  # raises DivergenceError if the takeover fails
+        assert abs(sim.q[2] - built.q0[2]) < 0.015
+
+
 def test_lockstep_gate_sequence():
     g = scheduling.LockstepGate()
     assert g.offer(0, [1.0]) == "lockstep: no state awaits a command"

@@ -128,8 +128,9 @@ class SimNodeConfig(RobotParams):
         "running), as a driver's: hold (joint PD on the posture the robot has then: tau = "
         "hold_stiffness (q_hold - q) - hold_damping v), damping (tau = -stale_damping v) or "
         "zero", choices=STALE_ACTIONS, read_only=False)
-    hold_stiffness: float = node_param(300.0, "Joint stiffness of the 'hold' safe command",
-                                       "N m/rad", 0.0, 1e5, read_only=False)
+    hold_stiffness: float = node_param(
+        1000.0, "Joint stiffness of the 'hold' safe command (at 300 the biped leans back "
+        "4-5 degrees on it and the humanoid falls)", "N m/rad", 0.0, 1e5, read_only=False)
     hold_damping: float = node_param(
         30.0, "Joint damping of the 'hold' safe command (capped by each joint's inertia for a "
         "stable explicit step)", "N m s/rad", 0.0, 1e4, read_only=False)
