@@ -560,13 +560,14 @@ def test_unloading_kernel_against_reference():
 
 def test_compiled_step_picks_the_rows_internal_forces_picks():
     """The rows the compiled ``wbc`` step frees for the no-slip and the unloading references
-    (``wbc_kernels.no_slip_rows``, ``unloading_rows``) are those of ``InternalForces.command``
-    (its tensions, ``_cop_rows_towards``, the unloading's free rows), on the model's rows of the
-    two-contact model (App. C eq. 82, both axes k) and of the general model of 3 and 4
-    contacts, at random anchors and sole rotations; the unloading targets are (1 − σ) w₀ with
-    w₀ = f₀ − D Γ_prev kept in the table where it was not known."""
+    (``internal_forces_kernels.no_slip_rows``, ``unloading_rows``) are those of
+    ``InternalForces.command`` (its tensions, ``_cop_rows_towards``, the unloading's free
+    rows), on the model's rows of the two-contact model (App. C eq. 82, both axes k) and of
+    the general model of 3 and 4 contacts, at random anchors and sole rotations; the
+    unloading targets are (1 − σ) w₀ with w₀ = f₀ − D Γ_prev kept in the table where it was
+    not known."""
+    from biped_contact_sim.control import internal_forces_kernels as ik
     from biped_contact_sim.control import make_behavior, make_controller
-    from biped_contact_sim.control import wbc_kernels as wk
 
     robot = RobotModel.load("humanoid")
     beh = make_behavior("stand", robot, robot.standing_configuration())
@@ -590,7 +591,7 @@ def test_compiled_step_picks_the_rows_internal_forces_picks():
         m_int = len(spec)
         for mask in range(1, 2 ** n_s - 1):  # every proper subset of the support
             chosen = [k for k in range(n_s) if (mask >> k) & 1]
-            contacts, free, preload_free = wk.no_slip_rows(mask, anchors, rotations, given,
+            contacts, free, preload_free = ik.no_slip_rows(mask, anchors, rotations, given,
                                                            k82, m_int)
             tensions = np.flatnonzero(spec[:, 0] == TENSION)
             assert contacts.tolist() == chosen
@@ -599,19 +600,19 @@ def test_compiled_step_picks_the_rows_internal_forces_picks():
                 chosen, anchors, rotations).tolist()]
             # unloading: w₀ of the first chosen contact known, the others taken at this step
             known = 1 << chosen[0]
-            table = np.zeros((n_s, wk.U_COLS))
-            table[:, wk.U_SIGMA] = rng.uniform(0.0, 1.0, n_s)
+            table = np.zeros((n_s, ik.U_COLS))
+            table[:, ik.U_SIGMA] = rng.uniform(0.0, 1.0, n_s)
             table[chosen[0], :6] = rng.normal(size=6)
             before = table.copy()
             f_task, f0 = rng.normal(size=6 * n_s), rng.normal(size=6 * n_s)
             D, tau_prev = rng.normal(size=(6 * n_s, 5)), rng.normal(size=5)
-            contacts, targets, free = wk.unloading_rows(mask, known, table, given, k82, f_task,
+            contacts, targets, free = ik.unloading_rows(mask, known, table, given, k82, f_task,
                                                         f0, tau_prev, D)
             source = f0 - D @ tau_prev
             for i, k in enumerate(chosen):
                 w0 = before[k, :6] if k == chosen[0] else source[6 * k:6 * k + 6]
                 np.testing.assert_allclose(table[k, :6], w0, rtol=0.0, atol=1e-12)
-                np.testing.assert_allclose(targets[i], (1.0 - before[k, wk.U_SIGMA]) * w0,
+                np.testing.assert_allclose(targets[i], (1.0 - before[k, ik.U_SIGMA]) * w0,
                                            rtol=0.0, atol=1e-12)
             own = np.flatnonzero((spec[:, 0] != MOMENT) | np.isin(spec[:, 1], chosen))
             assert contacts.tolist() == chosen and free.tolist() == own.tolist()

@@ -46,6 +46,9 @@ from biped_contact_sim.control.grasp import (
     spec_labels,
 )
 from biped_contact_sim.control.internal_forces_kernels import (
+    U_COLS,
+    U_SIGMA,
+    U_W0,
     linkage,
     surface_resultant,
     wrenches_at,
@@ -53,7 +56,6 @@ from biped_contact_sim.control.internal_forces_kernels import (
 from biped_contact_sim.control.internal_forces_kernels import no_slip as no_slip_kernel
 from biped_contact_sim.control.linalg import internal_force_torques_reference
 from biped_contact_sim.control.linalg_kernels import internal_force_law
-from biped_contact_sim.control.wbc_kernels import U_COLS, U_SIGMA, U_W0
 from biped_contact_sim.errors import InputError
 
 
@@ -278,7 +280,7 @@ class InternalForces:
         return 1, f_int_user, (self._no_measurement if start is None else start), recompute
 
     def compiled_unloading(self, t: float, stance) -> tuple[int, int, np.ndarray]:
-        """``_unloading_targets``' inputs for the compiled step (``wbc_kernels.unloading_rows``):
+        """``_unloading_targets``' inputs for the compiled step (``unloading_rows``):
         (the stance contacts being unloaded as bits, those whose w₀ is known as bits, the
         table (n_s, ``U_COLS``) of w₀ and σ); w₀ of the other stance bodies is forgotten."""
         if not self.transitions.unloading:

@@ -15,7 +15,9 @@ control step. The tests compare every kernel with its numpy/pinocchio reference.
 * ``no_slip``: the internal-force reference with no tangential force at the no-slip contacts
   (``control.contact_set.no_slip_reference``, its numpy form);
 * ``unloading``: the internal-force reference that gives the contacts being unloaded their
-  target wrenches (``control.contact_set.unloading_reference``, its numpy form).
+  target wrenches (``control.contact_set.unloading_reference``, its numpy form);
+* ``no_slip_rows``, ``unloading_rows``: what ``InternalForces.command`` hands those two for the
+  compiled ``wbc`` step (the contacts, the rows to free, the unloading targets).
 
 The other compiled loops of the control layer: ``body_tasks_kernels.point_rows``,
 ``walking_kernels`` (the walk's references), ``linalg_kernels`` (the dense solves, ``ctc``'s
@@ -27,7 +29,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from biped_contact_sim.jit import F1, F2, F1s, F2s, F3s, I1s, I2s, b1, f8, kernel, ro
+from biped_contact_sim.jit import F1, F2, F3, I2, F1s, F2s, F3s, I1s, I2s, b1, f8, i8, kernel, ro
+
+#: columns of the ``unload`` table of ``unloading_rows`` (one row per stance contact): its
+#: wrench w₀ (world, about the anchor) when its unloading started, then σ of its unloading ramp
+U_W0, U_SIGMA = 0, 6
+U_COLS = 7
 
 
 @kernel((ro(F2s), ro(F1s), F2s))
@@ -224,4 +231,104 @@ def unloading(contacts, targets, W_com, W_int, f_task, f_int_ref, free,
     out[:] = ref + np.dot(np.linalg.pinv(E_i), r)
 
 
-__all__ = ["linkage", "no_slip", "surface_resultant", "unloading", "wrenches_at"]
+@kernel((I2, i8))
+def model_rows(spec, k82):  # pragma: no cover - compiled
+    """The row specs of the linkage ``linkage_model`` built: App. C eq. 82's with axis ``k82``
+    of contact 2 where k82 ≥ 0, else ``spec``."""
+    if k82 < 0:
+        return spec
+    # (TENSION, 0, 1), then the MOMENT rows
+    return np.array([[0, 0, 1], [1, 0, 0], [1, 0, 1], [1, 1, k82], [1, 0, 2], [1, 1, 2]],
+                    np.int64)
+
+
+@kernel((i8, i8, F2, I2, i8, F1, F1, F1, F2))
+def unloading_rows(mask, known, unload, spec, k82, f_task, f0, f_prev,
+                   D):  # pragma: no cover - compiled
+    """What ``InternalForces.command`` hands ``unloading_reference`` for the stance contacts in
+    the bits of ``mask``: (contacts, targets (1 − σ) w₀, free rows). w₀, a contact's wrench
+    when its unloading started, is read from ``unload`` where its bit is in ``known``, else
+    taken from the wrenches the last applied torques make, f₀ − D Γ_prev (eq. 20; the tasks'
+    own, ``f_task``, when ``f_prev`` is empty: no torques yet) and written there. Free rows:
+    every row but the moments of the contacts not unloading (their CoPs and normal moments
+    stay at their references)."""
+    n_s = unload.shape[0]
+    u = 0
+    for k in range(n_s):
+        if (mask >> k) & 1:
+            u += 1
+    contacts = np.empty(u, np.int64)
+    targets = np.empty((u, 6))
+    source = f_task
+    if f_prev.size:
+        source = f0 - D @ f_prev
+    i = 0
+    for k in range(n_s):
+        if not (mask >> k) & 1:
+            continue
+        if not (known >> k) & 1:
+            unload[k, U_W0:U_W0 + 6] = source[6 * k:6 * k + 6]
+        contacts[i] = k
+        for a in range(6):
+            targets[i, a] = (1.0 - unload[k, U_SIGMA]) * unload[k, U_W0 + a]
+        i += 1
+    rows = model_rows(spec, k82)
+    free = np.empty(rows.shape[0], np.int64)
+    n_free = 0
+    for r in range(rows.shape[0]):
+        if rows[r, 0] != 1 or (mask >> rows[r, 1]) & 1:
+            free[n_free] = r
+            n_free += 1
+    return contacts, targets, free[:n_free].copy()
+
+
+@kernel((i8, F2, F3, I2, i8, i8))
+def no_slip_rows(mask, anchors, rotations, spec, k82, m_int):  # pragma: no cover - compiled
+    """The rows of ``InternalForces.command``'s no-slip reference for the stance contacts in
+    the bits of ``mask``: (contacts, free, preload_free) — the tensions (every row if none),
+    then the tensions and, of each other contact, its CoP row along the direction to the first
+    no-slip contact (``InternalForces._cop_rows_towards``). ``spec`` is the model's rows, or
+    App. C eq. 82's with axis ``k82`` of contact 2 where k82 ≥ 0 (``linkage_model``)."""
+    n_s = anchors.shape[0]
+    count = 0
+    for k in range(n_s):
+        if (mask >> k) & 1:
+            count += 1
+    contacts = np.empty(count, np.int64)
+    count = 0
+    for k in range(n_s):
+        if (mask >> k) & 1:
+            contacts[count] = k
+            count += 1
+    rows = model_rows(spec, k82)
+    tensions = np.empty(rows.shape[0], np.int64)
+    n_t = 0
+    for r in range(rows.shape[0]):
+        if rows[r, 0] == 0:
+            tensions[n_t] = r
+            n_t += 1
+    cop = np.empty(rows.shape[0], np.int64)
+    n_c = 0
+    first = contacts[0]
+    for k in range(n_s):
+        if (mask >> k) & 1:
+            continue
+        d0 = d1 = 0.0
+        for a in range(3):
+            d = anchors[first, a] - anchors[k, a]
+            d0 += rotations[k, a, 0] * d
+            d1 += rotations[k, a, 1] * d
+        axis = 1 if abs(d0) >= abs(d1) else 0
+        for r in range(rows.shape[0]):
+            if rows[r, 0] == 1 and rows[r, 1] == k and rows[r, 2] == axis:
+                cop[n_c] = r
+                n_c += 1
+    free = tensions[:n_t].copy() if n_t else np.arange(m_int)
+    preload_free = np.empty(n_t + n_c, np.int64)
+    preload_free[:n_t] = tensions[:n_t]
+    preload_free[n_t:] = cop[:n_c]
+    return contacts, free, preload_free
+
+
+__all__ = ["linkage", "model_rows", "no_slip", "no_slip_rows", "surface_resultant", "unloading",
+           "unloading_rows", "wrenches_at"]
