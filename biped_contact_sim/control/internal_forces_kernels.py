@@ -104,16 +104,18 @@ def wrenches_at(wrench_sole, rotations, origins, points, out):  # pragma: no cov
         out[o + 5] -= d0 * f1 - d1 * f0
 
 
-@kernel((ro(F2s), ro(F2s), ro(I1s)))
-def _inverse_rows(W_com, W_int, rows):  # pragma: no cover - compiled
-    """The rows ``rows`` of G⁻¹, G = [W_com; W_int] square: one solve Gᵀ Eᵀ = I[:, rows]."""
+@kernel((ro(F2s), ro(F2s), ro(I1s), i8))
+def _inverse_rows(W_com, W_int, contacts, per):  # pragma: no cover - compiled
+    """The first ``per`` rows (3: the force rows; 6: the whole wrench) of each contact's block
+    of G⁻¹, G = [W_com; W_int] square: one solve Gᵀ Eᵀ = I[:, rows]."""
     n_g = W_com.shape[1]
     G_T = np.empty((n_g, n_g))
     G_T[:, :6] = W_com.T
     G_T[:, 6:] = W_int.T
-    rhs = np.zeros((n_g, rows.shape[0]))
-    for i in range(rows.shape[0]):
-        rhs[rows[i], i] = 1.0
+    rhs = np.zeros((n_g, per * contacts.shape[0]))
+    for i in range(contacts.shape[0]):
+        for a in range(per):
+            rhs[6 * contacts[i] + a, per * i + a] = 1.0
     return np.ascontiguousarray(np.linalg.solve(G_T, rhs).T)
 
 
@@ -167,11 +169,7 @@ def no_slip(contacts, rotations, W_com, W_int, f_task, f_int_ref, free, preload,
     (``_inverse_rows``)."""
     c = contacts.shape[0]
     n_g = W_com.shape[1]
-    rows = np.empty(3 * c, np.int64)
-    for i in range(c):
-        for a in range(3):
-            rows[3 * i + a] = 6 * contacts[i] + a
-    E = _inverse_rows(W_com, W_int, rows)
+    E = _inverse_rows(W_com, W_int, contacts, 3)
     Q = np.empty(n_g)
     Q[:6] = np.dot(np.ascontiguousarray(W_com), np.ascontiguousarray(f_task))
     Q[6:] = f_int_ref
@@ -202,11 +200,7 @@ def unloading(contacts, targets, W_com, W_int, f_task, f_int_ref, free,
     of the rows ``free``; of every row where those cannot meet the targets to 1 % of their
     norm. An empty ``free``: every row."""
     u = contacts.shape[0]
-    rows = np.empty(6 * u, np.int64)
-    for i in range(u):
-        for a in range(6):
-            rows[6 * i + a] = 6 * contacts[i] + a
-    E = _inverse_rows(W_com, W_int, rows)
+    E = _inverse_rows(W_com, W_int, contacts, 6)
     E_c = np.ascontiguousarray(E[:, :6])
     E_i = np.ascontiguousarray(E[:, 6:])
     w_star = np.empty(6 * u)
@@ -242,6 +236,22 @@ def model_rows(spec, k82):  # pragma: no cover - compiled
                     np.int64)
 
 
+@kernel((i8, i8))
+def mask_indices(mask, n):  # pragma: no cover - compiled
+    """The indices k < n whose bit is set in ``mask``, ascending."""
+    count = 0
+    for k in range(n):
+        if (mask >> k) & 1:
+            count += 1
+    out = np.empty(count, np.int64)
+    count = 0
+    for k in range(n):
+        if (mask >> k) & 1:
+            out[count] = k
+            count += 1
+    return out
+
+
 @kernel((i8, i8, F2, I2, i8, F1, F1, F1, F2))
 def unloading_rows(mask, known, unload, spec, k82, f_task, f0, f_prev,
                    D):  # pragma: no cover - compiled
@@ -252,26 +262,17 @@ def unloading_rows(mask, known, unload, spec, k82, f_task, f0, f_prev,
     own, ``f_task``, when ``f_prev`` is empty: no torques yet) and written there. Free rows:
     every row but the moments of the contacts not unloading (their CoPs and normal moments
     stay at their references)."""
-    n_s = unload.shape[0]
-    u = 0
-    for k in range(n_s):
-        if (mask >> k) & 1:
-            u += 1
-    contacts = np.empty(u, np.int64)
-    targets = np.empty((u, 6))
+    contacts = mask_indices(mask, unload.shape[0])
+    targets = np.empty((contacts.shape[0], 6))
     source = f_task
     if f_prev.size:
         source = f0 - D @ f_prev
-    i = 0
-    for k in range(n_s):
-        if not (mask >> k) & 1:
-            continue
+    for i in range(contacts.shape[0]):
+        k = contacts[i]
         if not (known >> k) & 1:
             unload[k, U_W0:U_W0 + 6] = source[6 * k:6 * k + 6]
-        contacts[i] = k
         for a in range(6):
             targets[i, a] = (1.0 - unload[k, U_SIGMA]) * unload[k, U_W0 + a]
-        i += 1
     rows = model_rows(spec, k82)
     free = np.empty(rows.shape[0], np.int64)
     n_free = 0
@@ -290,16 +291,7 @@ def no_slip_rows(mask, anchors, rotations, spec, k82, m_int):  # pragma: no cove
     no-slip contact (``InternalForces._cop_rows_towards``). ``spec`` is the model's rows, or
     App. C eq. 82's with axis ``k82`` of contact 2 where k82 ≥ 0 (``linkage_model``)."""
     n_s = anchors.shape[0]
-    count = 0
-    for k in range(n_s):
-        if (mask >> k) & 1:
-            count += 1
-    contacts = np.empty(count, np.int64)
-    count = 0
-    for k in range(n_s):
-        if (mask >> k) & 1:
-            contacts[count] = k
-            count += 1
+    contacts = mask_indices(mask, n_s)
     rows = model_rows(spec, k82)
     tensions = np.empty(rows.shape[0], np.int64)
     n_t = 0
@@ -330,5 +322,5 @@ def no_slip_rows(mask, anchors, rotations, spec, k82, m_int):  # pragma: no cove
     return contacts, free, preload_free
 
 
-__all__ = ["linkage", "model_rows", "no_slip", "no_slip_rows", "surface_resultant", "unloading",
-           "unloading_rows", "wrenches_at"]
+__all__ = ["linkage", "mask_indices", "model_rows", "no_slip", "no_slip_rows",
+           "surface_resultant", "unloading", "unloading_rows", "wrenches_at"]
