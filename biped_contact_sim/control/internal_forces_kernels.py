@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from biped_contact_sim.jit import F1, F2, F3, I2, F1s, F2s, F3s, I1s, I2s, b1, f8, i8, kernel, ro
+from biped_contact_sim.jit import F1, F2, F3, I2, F1s, F2s, F3s, I1s, I2s, f8, i8, kernel, ro
 
 #: columns of the ``unload`` table of ``unloading_rows`` (one row per stance contact): its
 #: wrench w₀ (world, about the anchor) when its unloading started, then σ of its unloading ramp
@@ -119,8 +119,8 @@ def _inverse_rows(W_com, W_int, contacts, per):  # pragma: no cover - compiled
     return np.ascontiguousarray(np.linalg.solve(G_T, rhs).T)
 
 
-@kernel((ro(I1s), ro(F3s), F2, F1, ro(F1s), ro(I1s), b1, F1, F1))
-def _no_slip_solve(contacts, rotations, E, Q, f_int_ref, cols, loaded_any, loaded,
+@kernel((ro(I1s), ro(F3s), F2, F1, ro(F1s), ro(I1s), F1, F1))
+def _no_slip_solve(contacts, rotations, E, Q, f_int_ref, cols, loaded,
                    out):  # pragma: no cover - compiled
     """out ← F_int,ref + B⁺ r over the rows ``cols``: the rows of A = T E (T: the tangent axes
     t_k of every contact in ``contacts``, and its normal n_k where ``loaded[i]`` > 0, the target
@@ -128,10 +128,9 @@ def _no_slip_solve(contacts, rotations, E, Q, f_int_ref, cols, loaded_any, loade
     (``Q`` = [F_com; F_int,ref]); ``no_slip_reference``'s inner solve."""
     c = contacts.shape[0]
     n_rows = 2 * c
-    if loaded_any:
-        for i in range(c):
-            if loaded[i] > 0.0:
-                n_rows += 1
+    for i in range(c):
+        if loaded[i] > 0.0:
+            n_rows += 1
     n_g = E.shape[1]
     A = np.zeros((n_rows, n_g))
     target = np.zeros(n_rows)
@@ -139,7 +138,7 @@ def _no_slip_solve(contacts, rotations, E, Q, f_int_ref, cols, loaded_any, loade
     for i in range(c):
         R = rotations[contacts[i]]
         for axis in range(3):
-            if axis == 2 and not (loaded_any and loaded[i] > 0.0):
+            if axis == 2 and not loaded[i] > 0.0:
                 continue
             for col in range(n_g):
                 A[row, col] = (R[0, axis] * E[3 * i, col] + R[1, axis] * E[3 * i + 1, col]
@@ -174,7 +173,7 @@ def no_slip(contacts, rotations, W_com, W_int, f_task, f_int_ref, free, preload,
     Q[:6] = np.dot(np.ascontiguousarray(W_com), np.ascontiguousarray(f_task))
     Q[6:] = f_int_ref
     none = np.zeros(c)
-    _no_slip_solve(contacts, rotations, E, Q, f_int_ref, free, False, none, out)
+    _no_slip_solve(contacts, rotations, E, Q, f_int_ref, free, none, out)
     if preload > 0.0:
         Q[6:] = out
         f = np.dot(E, Q)
@@ -188,7 +187,7 @@ def no_slip(contacts, rotations, W_com, W_int, f_task, f_int_ref, free, preload,
                 low[i], any_low = preload, True
         if any_low:
             Q[6:] = f_int_ref
-            _no_slip_solve(contacts, rotations, E, Q, f_int_ref, preload_free, True, low, out)
+            _no_slip_solve(contacts, rotations, E, Q, f_int_ref, preload_free, low, out)
 
 
 @kernel((ro(I1s), ro(F2s), ro(F2s), ro(F2s), ro(F1s), ro(F1s), ro(I1s), F1))
@@ -196,9 +195,9 @@ def unloading(contacts, targets, W_com, W_int, f_task, f_int_ref, free,
               out):  # pragma: no cover - compiled
     """out (m_int,) ← ``contact_set.unloading_reference`` (its docstring; Sentis et al. eqs. 13,
     47): the F_int,ref closest to ``f_int_ref`` whose wrenches give each contact
-    ``contacts[i]`` its target ``targets[i]`` (world, about its anchor), a least-norm change
-    of the rows ``free``; of every row where those cannot meet the targets to 1 % of their
-    norm. An empty ``free``: every row."""
+    ``contacts[i]`` its target ``targets[i]`` (world, about its anchor): a least-norm change
+    of the rows ``free``, or of every row where those cannot meet the targets to 1 % of
+    their norm (or ``free`` is empty)."""
     u = contacts.shape[0]
     E = _inverse_rows(W_com, W_int, contacts, 6)
     E_c = np.ascontiguousarray(E[:, :6])

@@ -33,6 +33,7 @@ import numpy as np
 
 from biped_contact_sim.control.internal_forces_kernels import (
     linkage,
+    model_rows,
     no_slip,
     no_slip_rows,
     surface_resultant,
@@ -320,15 +321,7 @@ def linkage_model(anchors, rotations, com, W_com, spec, ortho):  # pragma: no co
         R2 = rotations[1]
         k82 = 0 if abs(R2[0, 0] * e0 + R2[1, 0] * e1 + R2[2, 0] * e2) \
             <= abs(R2[0, 1] * e0 + R2[1, 1] * e1 + R2[2, 1] * e2) else 1
-        spec = np.empty((6, 3), np.int64)  # (TENSION, 0, 1), then MOMENT rows
-        for row in range(6):
-            spec[row, 0] = 1
-        spec[0, 0], spec[0, 1], spec[0, 2] = 0, 0, 1
-        spec[1, 1], spec[1, 2] = 0, 0
-        spec[2, 1], spec[2, 2] = 0, 1
-        spec[3, 1], spec[3, 2] = 1, k82
-        spec[4, 1], spec[4, 2] = 0, 2
-        spec[5, 1], spec[5, 2] = 1, 2
+        spec = model_rows(spec, k82)
     offsets = np.arange(n_s) * 6
     W_int = np.empty((spec.shape[0], 6 * n_s))
     if not linkage(spec, anchors, rotations, offsets, W_int):
