@@ -162,3 +162,28 @@ def test_a_shielded_block_takes_the_second_signal_when_it_ends():
     assert written and info.value.signum == signal.SIGTERM
     with pytest.raises(Aborted):  # outside a block: at once
         stop.handle(signal.SIGTERM, None)
+
+
+def test_a_second_signal_inside_a_compiled_call_still_ends_the_run(monkeypatch, capsys):
+    """The handler raises wherever the main thread is: inside Python code a compiled function
+    calls back (numba's dispatcher unpickling a constant), the C code around it raises
+    SystemError from it (seen on CI). The command still ends as the signal asks."""
+    from biped_contact_sim.cli import main as cli
+    from biped_contact_sim.cli.stopping import Aborted
+
+    def compiled_call(args):
+        try:
+            raise Aborted(signal.SIGTERM)
+        except Aborted as exc:
+            raise SystemError("returned a result with an exception set") from exc
+
+    monkeypatch.setattr(cli, "cmd_list", compiled_call)
+    assert cli.main(["list"]) == 128 + signal.SIGTERM
+    assert "aborted by SIGTERM" in capsys.readouterr().err
+
+    def failing(args):
+        raise SystemError("not a signal")
+
+    monkeypatch.setattr(cli, "cmd_list", failing)
+    with pytest.raises(SystemError):  # any other error is not taken for one
+        cli.main(["list"])

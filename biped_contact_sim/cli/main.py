@@ -281,30 +281,33 @@ def main(argv: list[str] | None = None) -> int:
     progress.set_quiet(args.quiet)
     commands = {"run": cmd_run, "compare": cmd_compare, "bench": cmd_bench, "list": cmd_list,
                 "sweep": cmd_sweep, "warm-up": cmd_warm_up}
-    from biped_contact_sim.cli.stopping import Aborted
+    from biped_contact_sim.cli.stopping import aborted_by
     from biped_contact_sim.record.outdir import OutputError
 
     try:
         return commands[args.command](args)
-    except Aborted as exc:  # a signal before or after the simulation, or a second one
-        try:
-            print(f"aborted by {exc.name}", file=sys.stderr)
-        except OSError:
-            pass
-        return exc.exit_code
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_OUTPUT
-    except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        print(f"error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_OUTPUT
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except BaseException as exc:
+        aborted = aborted_by(exc)  # a signal before or after the simulation, or a second one
+        if aborted is not None:
+            try:
+                print(f"aborted by {aborted.name}", file=sys.stderr)
+            except OSError:
+                pass
+            return aborted.exit_code
+        if isinstance(exc, OSError):
+            where = f" {exc.filename}" if exc.filename else ""
+            print(f"error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_OUTPUT
+        if isinstance(exc, KeyboardInterrupt):
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        raise
     finally:
         progress.set_quiet(False)
 

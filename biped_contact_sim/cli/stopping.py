@@ -58,6 +58,22 @@ class Aborted(BaseException):
         return exit_code(self.signum)
 
 
+def aborted_by(exc: BaseException) -> Aborted | None:
+    """The :class:`Aborted` that ``exc`` is, or that caused it, or None.
+
+    The handler raises wherever the main thread is, also inside Python code that a compiled
+    function called back (numba's dispatcher unpickling a constant): the C code around it then
+    raises ``SystemError`` from the ``Aborted``, which reaches the command in its place.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, Aborted):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def exit_code(signum: int) -> int:
     """The exit code of a command a signal stopped: 128 + its number."""
     return 128 + int(signum)
