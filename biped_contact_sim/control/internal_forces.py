@@ -265,8 +265,8 @@ class InternalForces:
         the no-slip and unloading references included), with ``command``'s bookkeeping.
 
         Returns:
-            (mode 1, F_int of the reference, the ramp's start (empty if none), whether the
-            start is to be recomputed from the last applied torques (a change of support)).
+            (F_int of the reference, the ramp's start (empty if none), whether the start is to
+            be recomputed from the last applied torques (a change of support)).
 
         Raises:
             InputError: the reference's internal forces do not match the model's rows.
@@ -277,7 +277,7 @@ class InternalForces:
         if self.transitions.changed and tau_prev is None:
             self._f_int_start = None
         start = self._f_int_start
-        return 1, f_int_user, (self._no_measurement if start is None else start), recompute
+        return f_int_user, (self._no_measurement if start is None else start), recompute
 
     def compiled_unloading(self, t: float, stance) -> tuple[int, int, np.ndarray]:
         """``_unloading_targets``' inputs for the compiled step (``unloading_rows``):

@@ -288,7 +288,8 @@ class WholeBodyController(StepTables, Controller):
         if name is not None:
             labels = (self.internal.eq82_rows(stance, 0)[1] if name == "eq82"
                       else self.internal._linkage[2])
-            mode, f_int_user, start, recompute = self.internal.compiled_plan(
+            mode = 1  # the whole internal-force law in the compiled step
+            f_int_user, start, recompute = self.internal.compiled_plan(
                 t, ref, stance, m_int, name, labels, contact_ok, self._tau_prev)
             unloading, known, unload = self.internal.compiled_unloading(t, stance)
         if mode == 1:
