@@ -282,17 +282,17 @@ class WholeBodyController(StepTables, Controller):
         scal = np.zeros(wk.N_SCAL)
         scal[wk.S_RAMP] = self.transitions.ramp(t)
         tau_prev = self._tau_prev if self._tau_prev is not None else self._empty
-        mode, f_int_user, start, recompute = 0, self._empty, self._empty, False
+        f_int_user, start, recompute = self._empty, self._empty, False
         unloading, known, unload = 0, 0, self.internal._no_unload
         contact_ok = measured is not None
-        if name is not None:
+        has_law = name is not None  # the whole internal-force law in the compiled step
+        if has_law:
             labels = (self.internal.eq82_rows(stance, 0)[1] if name == "eq82"
                       else self.internal._linkage[2])
-            mode = 1  # the whole internal-force law in the compiled step
             f_int_user, start, recompute = self.internal.compiled_plan(
                 t, ref, stance, m_int, name, labels, contact_ok, self._tau_prev)
             unloading, known, unload = self.internal.compiled_unloading(t, stance)
-        if mode == 1:
+        if has_law:
             flags[wk.F_HAS_MEAS] = contact_ok
             flags[wk.F_PI_ON] = contact_ok and (s.kp_int > 0 or s.ki_int > 0)
             flags[wk.F_TORQUES_ON] = s.internal_forces
@@ -304,14 +304,14 @@ class WholeBodyController(StepTables, Controller):
                                           if body in ref.no_slip)
                 scal[wk.S_PRELOAD] = ref.preload
             flags[wk.F_UNLOAD], flags[wk.F_UNLOAD_KNOWN] = unloading, known
-        flags[wk.F_LAW] = mode
+        flags[wk.F_LAW] = has_law
         flags[wk.F_OFFSET_NEW] = (self.transitions.changed and self._tau_prev is not None
                                   and s.transition_time > 0.0)
         args = (Minv, *self._views, self._oMf, q, v, self._mask, self._fids, self._centres,
                 self._consts, self._j0, self._qj0, sup, sup_local, tasks, par, post, flags,
                 self._R_base_ref, spec, f_int_user,
                 self._no_wrench if measured is None else measured,
-                self.internal.integral if mode == 1 else self._empty, tau_prev, start, scal,
+                self.internal.integral if has_law else self._empty, tau_prev, start, scal,
                 unload)
         step = self._step_entry
         if step is None:
@@ -328,7 +328,7 @@ class WholeBodyController(StepTables, Controller):
         self._tau_offset = out[n:2 * n] if has_offset else None
         self._tau_prev = tau_cmd
         labels = None
-        if mode == 1:
+        if has_law:
             if unloading:
                 self.internal.keep_unloading(stance, unloading, known, unload)
             n_ref, n_meas, n_alpha, n_start = sizes
@@ -343,14 +343,14 @@ class WholeBodyController(StepTables, Controller):
         # step's (``out``, ``geo`` are new arrays of each call; the state read is copied).
         com, com_vel = self._com.copy(), self._vcom.copy()
         stuck = self.transitions.stuck
-        integral = self.internal.integral.copy() if mode == 1 else None
+        integral = self.internal.integral.copy() if has_law else None
 
         def info() -> dict:
             i = 2 * n
             f_pred, i = out[i:i + 6 * n_s], i + 6 * n_s
             F_com, i = out[i:i + 6 * (n_s > 0)], i + 6 * (n_s > 0)
             law = None
-            if mode == 1:
+            if has_law:
                 F_int, i = out[i:i + m_int], i + m_int
                 f_int_ref, f_int_cmd = out[i:i + n_ref], out[i + n_ref:i + 2 * n_ref]
                 i += 2 * n_ref
