@@ -97,8 +97,9 @@ def test_the_default_hold_keeps_the_robot_upright_for_a_new_controller(scenario,
     ``hold_s`` (base pitch and roll within 2°, pelvis within 1.5 cm of its height); on the
     biped, a newly started ``wbc`` stand takes the robot over from there and holds it for
     2 s (``multicontact``'s own timeline has moved on to its hand phases by then). At
-    300 N·m/rad the biped settled 4–5° leaning back, a new controller diverged from that lean
-    after a 1 s or a 5 s hold, and the humanoid fell."""
+    300 N·m/rad the biped settled 4–5° leaning back, a new controller without the start-up
+    blend diverged from that lean after a 1 s or a 5 s hold (``test_wbc_startup``), and the
+    humanoid fell."""
     import pinocchio as pin
 
     from biped_contact_sim.ros.params import SimNodeConfig

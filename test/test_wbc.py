@@ -112,11 +112,13 @@ class _Internal(Behavior):
 # ---------------------------------------------------------------- algebraic properties
 def test_double_support_tasks_and_internal_forces_exact(robot):
     """With rigid contacts the commanded CoM acceleration and F_int = F_int,ref (eq. 43) hold
-    exactly; the CoPs sit at the commanded points (zero tangential moments)."""
+    exactly; the CoPs sit at the commanded points (zero tangential moments). Without the
+    load shares: the paper's law, whose reference is F_int,ref alone."""
     q0 = robot.standing_configuration()
     stand = make_behavior("stand", robot, q0)
     f_ref = np.array([15.0, 0, 0, 0, 0.3, -0.2])
-    ctrl = make_controller("wbc", robot, _Internal(stand, f_ref), DT, ki_int=0.0)
+    ctrl = make_controller("wbc", robot, _Internal(stand, f_ref), DT, ki_int=0.0,
+                           load_share=False)
     rng = np.random.default_rng(1)
     # A motion with both feet at rest (v in the null space of the support Jacobian).
     data = robot.create_data()
@@ -177,6 +179,46 @@ def test_load_share_tension_splits_force_along_the_feet(robot, tension):
     assert f1 @ e12 == pytest.approx(0.25 * F + 0.5 * tension, abs=1e-6)
 
 
+@pytest.mark.parametrize("load_share", [True, False])
+def test_load_share_moment_splits_the_moment_about_the_foot_line(robot, load_share):
+    """Reference ZMP ¾ of the way from the left to the right sole centre and 3 cm in front of
+    that line: the ground must carry a moment M about the line P_1P_2 between the commanded
+    CoPs. Eq. 82 holds both CoP coordinates of the first foot, so the second carries all of M;
+    with the load shares each foot k carries α_k M (e_12·m_k, moments about the anchors, from
+    the rigid-contact dynamics solved independently of the controller)."""
+    q0 = robot.standing_configuration()
+    data = robot.create_data()
+    pin.framesForwardKinematics(robot.model, data, q0)
+    c1, c2 = (data.oMf[b.frame_id].act(0.5 * (b.offsets.min(axis=0) + b.offsets.max(axis=0)))
+              for b in robot.contact_bodies)
+    com = pin.centerOfMass(robot.model, data, q0).copy()
+    height = com[2] - 0.5 * (c1[2] + c2[2])
+    line = (c2 - c1) / np.linalg.norm(c2 - c1)
+    ahead = np.cross([0.0, 0.0, 1.0], line)  # horizontal, perpendicular to the foot line
+    zmp = c1 + 0.75 * (c2 - c1) + 0.03 * ahead
+    acc = np.zeros(3)
+    acc[:2] = (com[:2] - zmp[:2]) * 9.81 / height  # p = c − h c̈ / g
+    ref = Reference(stance=tuple(b.name for b in robot.contact_bodies), com=com,
+                    com_vel=np.zeros(3), com_acc=acc, q_joints=q0[robot.q_idx])
+    ctrl = make_controller("wbc", robot, _Fixed(ref), DT, load_share=load_share)
+    out = ctrl.compute(Measurement(0.0, q0, np.zeros(robot.nv), {}))
+    assert out.info["saturated"] == 0
+    _, f, data = _kkt_acceleration(robot, q0, np.zeros(robot.nv), out.tau, ref.stance)
+    P = out.info["cop_refs"]
+    e12 = (P[1] - P[0]) / np.linalg.norm(P[1] - P[0])
+    m = []
+    for k, body in enumerate(robot.contact_bodies):  # about the anchor: m_P = m_o − (P − o) × f
+        origin = data.oMf[body.frame_id].translation
+        m.append(f[6 * k + 3:6 * k + 6] - np.cross(P[k] - origin, f[6 * k:6 * k + 3]))
+    M = e12 @ (m[0] + m[1])
+    assert abs(M) > 5.0  # the ZMP 3 cm off the line needs a real moment about it
+    alpha = (0.25, 0.75) if load_share else (0.0, 1.0)
+    if load_share:
+        assert out.info["load_share"] == pytest.approx([0.25, 0.75], abs=1e-9)
+    assert e12 @ m[0] == pytest.approx(alpha[0] * M, abs=1e-6)
+    assert e12 @ m[1] == pytest.approx(alpha[1] * M, abs=1e-6)
+
+
 def test_single_support_swing_foot_task_exact(robot):
     """Single support: CoM and swing-foot accelerations are those commanded (eqs. 28–31)."""
     q0 = robot.standing_configuration()
@@ -190,7 +232,8 @@ def test_single_support_swing_foot_task_exact(robot):
     ref = Reference(stance=("left_foot",), com=com_ref, com_vel=np.zeros(3),
                     com_acc=np.zeros(3), feet={"right_foot": target},
                     q_joints=q0[robot.q_idx])
-    ctrl = make_controller("wbc", robot, _Fixed(ref), DT)
+    # the 5 cm CoM error acts at once (no start-up blend): eq. 59's acceleration exactly
+    ctrl = make_controller("wbc", robot, _Fixed(ref), DT, startup_time=0.0)
     out = ctrl.compute(Measurement(0.0, q0, np.zeros(robot.nv), {}))
     assert out.info["saturated"] == 0
     a, _, data = _kkt_acceleration(robot, q0, np.zeros(robot.nv), out.tau, ("left_foot",))

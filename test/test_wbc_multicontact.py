@@ -199,7 +199,8 @@ def test_three_contacts_internal_forces_exact(robot):
     for f_ref in (np.zeros(12), rng.normal(size=12) * np.r_[[10.0] * 3, [1.0] * 9]):
         ref = Reference(stance=stance, com=com + np.array([0.01, -0.01, 0.0]), com_vel=np.zeros(3),
                         com_acc=np.zeros(3), q_joints=q0[robot.q_idx], internal=f_ref)
-        ctrl = make_controller("wbc", robot, _Fixed(ref), DT, ki_int=0.0)
+        # the CoM error acts at once (no start-up blend): eq. 59's acceleration exactly
+        ctrl = make_controller("wbc", robot, _Fixed(ref), DT, ki_int=0.0, startup_time=0.0)
         out = ctrl.compute(Measurement(0.0, q0, v, {}))
         assert out.info["saturated"] == 0 and out.info["fallbacks"] == 0
         assert len(out.info["f_int_labels"]) == 12

@@ -220,6 +220,14 @@ class InternalForces:
             centres = [origins[k] + np.dot(rotations[k], self._sole_centre[b.name])
                        for k, b in enumerate(bodies)]
             alpha = reference_load_shares(ref, stance, centres, self._g)
+            if name == "eq82":  # the load-share moment (``internal_forces_kernels``)
+                e = W_int[0, :3]
+                M = e @ (f_task[3:6] + f_task[9:12])
+                u = rotations[0].T @ e
+                uu = u[0] ** 2 + u[1] ** 2
+                if uu >= 1e-12:
+                    f_int_ref = f_int_ref.copy()
+                    f_int_ref[1:3] += alpha[0] * M * u[:2] / uu
         pi_on = contact_ok and (s.kp_int > 0 or s.ki_int > 0)
         tension = 0.0 if alpha is None else float(alpha[0] - alpha[1])
         # the rest (tension, measured forces, PI, Γ_int): one compiled call, on C-ordered

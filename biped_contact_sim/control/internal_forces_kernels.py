@@ -16,6 +16,8 @@ control step. The tests compare every kernel with its numpy/pinocchio reference.
   (``control.contact_set.no_slip_reference``, its numpy form);
 * ``unloading``: the internal-force reference that gives the contacts being unloaded their
   target wrenches (``control.contact_set.unloading_reference``, its numpy form);
+* ``moment_share``: the load-share moment of two contacts (App. C eq. 82's model), the moment
+  counterpart of the load-share tension (``control.wbc``, step 4);
 * ``no_slip_rows``, ``unloading_rows``: what ``InternalForces.command`` hands those two for the
   compiled ``wbc`` step (the contacts, the rows to free, the unloading targets).
 
@@ -321,5 +323,28 @@ def no_slip_rows(mask, anchors, rotations, spec, k82, m_int):  # pragma: no cove
     return contacts, free, preload_free
 
 
-__all__ = ["linkage", "mask_indices", "model_rows", "no_slip", "no_slip_rows",
+@kernel((ro(F2s), ro(F3s), ro(F1s), f8, F1s))
+def moment_share(W_int, rotations, f_task, alpha1, ref):  # pragma: no cover - compiled
+    """Load-share moment (our addition, ``control.wbc`` step 4), in place on the eq. 82
+    reference ``ref``: with e = e_12 (W_int's tension row) and M = e·(m_1 + m_2) the moment
+    about the line P_1P_2 of the wrenches the tasks command (``f_task``; a component of the
+    resultant: e·((P_2 − P_1) × f_2) = 0, so Γ_int cannot change it), the rows of contact 1's
+    CoP moments (rows 1, 2: R_1[:, a]ᵀ m_1, a = 0, 1) gain α_1 M (u_0, u_1)/(u_0² + u_1²),
+    u = R_1ᵀ e, so that e·m_1 carries α_1 M on top of the reference's and e·m_2 the rest.
+    Eq. 82 keeps contact 2's moment about e free: without this it carries the whole M, and
+    its CoP leaves the sole when the tasks ask for a moment about the foot line."""
+    e0, e1, e2 = W_int[0, 0], W_int[0, 1], W_int[0, 2]
+    M = (e0 * (f_task[3] + f_task[9]) + e1 * (f_task[4] + f_task[10])
+         + e2 * (f_task[5] + f_task[11]))
+    R = rotations[0]
+    u0 = R[0, 0] * e0 + R[1, 0] * e1 + R[2, 0] * e2
+    u1 = R[0, 1] * e0 + R[1, 1] * e1 + R[2, 1] * e2
+    uu = u0 * u0 + u1 * u1
+    if uu < 1e-12:  # the foot line along the sole's normal: no CoP moves a moment about it
+        return
+    ref[1] += alpha1 * M * u0 / uu
+    ref[2] += alpha1 * M * u1 / uu
+
+
+__all__ = ["linkage", "mask_indices", "model_rows", "moment_share", "no_slip", "no_slip_rows",
            "surface_resultant", "unloading", "unloading_rows", "wrenches_at"]

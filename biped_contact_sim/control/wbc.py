@@ -4,7 +4,11 @@ docs/methods.md §4.2. Notation of the paper (A = M, U = S, Γ = τ), with the r
 on the robot (docs/methods.md §1; the paper's F_r is −f, see ``control.grasp``). Every control
 step, from the measurement (q, v, wrenches) alone:
 
-0. Support set (``control.contact_set``): the reference's stance, with the contact
+0. Start-up blend (our addition, ``control.startup``, ``startup_time``): after a reset, on a
+   robot more than 1 cm (CoM) or 1° (base) from its reference, the CoM, posture and base
+   targets and the commanded CoPs start from the measured state and reach the reference's
+   along a minimum-jerk decay; no angular-momentum task meanwhile.
+   Support set (``control.contact_set``): the reference's stance, with the contact
    transitions — a requested body (foot, hand) joins at ``add_force`` measured normal force,
    a dropped one is unloaded over ``unload_time`` first; the virtual linkage is rebuilt at
    every change.
@@ -80,6 +84,14 @@ step, from the measurement (q, v, wrenches) alone:
    force along the foot line (f_k·e_12 = α_k F·e_12 when the reference tension is zero), and
    the commanded tension is a squeeze on top of that split. Standing symmetric (α = ½) it
    adds nothing.
+
+   Load-share moment (our addition, with ``load_share``; ``internal_forces_kernels.
+   moment_share``): eq. 82 holds both CoP coordinates of foot 1 and one of foot 2, so the
+   moment M = e_12·(m_1 + m_2) the tasks ask of the ground about the line between the
+   commanded CoPs (a resultant component Γ_int cannot change) lands on foot 2 alone, whose CoP
+   leaves its sole when M is large (a robot leaning back: 55 N·m, a CoP 28 cm off a 22 cm foot).
+   Foot 1's CoP-moment references gain α_1 M (u_0, u_1)/(u_0² + u_1²), u = R_1ᵀ e_12, so
+   that e_12·m_k = α_k M: both CoPs move together.
 5. Torque continuity at a change of support (our addition): the tasks' solution changes with
    the constrained space, so the difference to the last applied torques at the change decays
    along σ over ``transition_time`` (measured: ≤ 0.2 N·m per 1 ms step across a hand landing
@@ -109,6 +121,7 @@ from biped_contact_sim.control.contact_set import ContactTransitions, blend_rele
 from biped_contact_sim.control.internal_forces import InternalForces
 from biped_contact_sim.control.internal_forces_kernels import surface_resultant
 from biped_contact_sim.control.linalg import constrained_space_reference, task_torques_reference
+from biped_contact_sim.control.startup import StartupBlend
 from biped_contact_sim.control.wbc_plan import StepTables, drift_from_jacobians
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.control.wbc_stages import support_rows, task_rows
@@ -189,16 +202,23 @@ class WholeBodyController(StepTables, Controller):
         #: ``wbc_step``'s entry (``jit.entry_point``: every argument is built here, of the
         #: declared types), loaded at the first compiled step
         self._step_entry = None
+        #: the start-up blend from the measured state (``control.startup``)
+        self.startup = StartupBlend(
+            s.startup_time, self._base_frame if s.kp_base > 0 else None, self._qi,
+            {b.name: (b.offsets.min(axis=0)[:2], b.offsets.max(axis=0)[:2])
+             for b in robot.contact_bodies}, self._sole_centre)
         self.reset()
 
     def reset(self) -> None:
-        """Forget the integrals, the support set and its transition ramps."""
+        """Forget the integrals, the support set and its transition ramps; the next step
+        starts a start-up blend from the state it measures."""
         self._force_integral: dict[str, float] = {}
         self._tau_prev: np.ndarray | None = None
         self._tau_offset: np.ndarray | None = None
         self._released: dict[str, tuple] = {}  # name → (t, p, R) at its release
         self.transitions.reset()
         self.internal.reset()
+        self.startup.reset()
 
     # ------------------------------------------------------------------ kinematics
     def _body(self, name: str):
@@ -262,6 +282,8 @@ class WholeBodyController(StepTables, Controller):
         pin.updateFramePlacements(model, data)
         pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False)
 
+        if self.startup.active:  # away from the reference at the start: ease into it
+            ref = self.startup.apply(ref, t, q, data, bodies)
         plan = self._plan(ref, t, stance, bodies, requested, meas)
         if self.compiled:
             out = self._compiled_step(Minv, q, v, ref, t, stance, requested, bodies, measured,
@@ -305,6 +327,9 @@ class WholeBodyController(StepTables, Controller):
                 scal[wk.S_PRELOAD] = ref.preload
             flags[wk.F_UNLOAD], flags[wk.F_UNLOAD_KNOWN] = unloading, known
         flags[wk.F_LAW] = has_law
+        if self.startup.rotation is not None:
+            flags[wk.F_EASE] = 1
+            scal[wk.S_EASE:wk.S_EASE + 9] = self.startup.rotation.ravel()
         flags[wk.F_OFFSET_NEW] = (self.transitions.changed and self._tau_prev is not None
                                   and s.transition_time > 0.0)
         args = (Minv, *self._views, self._oMf, q, v, self._mask, self._fids, self._centres,
@@ -378,6 +403,9 @@ class WholeBodyController(StepTables, Controller):
             x_axis = rotations[:, :, 0].sum(axis=0)
             self._R_base_ref = np.ascontiguousarray(
                 pin.rpy.rpyToMatrix(0.0, 0.0, math.atan2(x_axis[1], x_axis[0])))
+            if self.startup.rotation is not None:  # the start-up blend: exp([e ρ₀]×) R_up
+                self._R_base_ref = np.ascontiguousarray(
+                    self.startup.rotation @ self._R_base_ref)
         h = data.nle.copy()
         J_up, e_up, sizes, i_am, J_force, F_force = task_rows(
             model, data, self._fids, self._consts, tasks, par, self._R_base_ref, h)

@@ -34,6 +34,7 @@ import numpy as np
 from biped_contact_sim.control.internal_forces_kernels import (
     linkage,
     model_rows,
+    moment_share,
     no_slip,
     no_slip_rows,
     surface_resultant,
@@ -65,11 +66,12 @@ N_CONSTS = 11
 # (F_NO_SLIP, F_UNLOAD: the stance indices of the no-slip and of the unloading contacts as
 # bits, 0 for none; F_UNLOAD_KNOWN: those whose wrench at the unloading's start is known)
 F_POST_Q, F_POST_V, F_POST_A, F_LAW, F_HAS_MEAS, F_PI_ON, F_TORQUES_ON, F_START, F_SHARE, \
-    F_ORTHO, F_HEADING, F_OFFSET_NEW, F_NO_SLIP, F_UNLOAD, F_UNLOAD_KNOWN = range(15)
-N_FLAGS = 15
-# scal (S_PRELOAD: the no-slip contacts' least normal force, ``Reference.preload``)
-S_RAMP, S_A2, S_CX, S_CY, S_CZ, S_AX, S_AY, S_AZ, S_PRELOAD = range(9)
-N_SCAL = 9
+    F_ORTHO, F_HEADING, F_OFFSET_NEW, F_NO_SLIP, F_UNLOAD, F_UNLOAD_KNOWN, F_EASE = range(16)
+N_FLAGS = 16
+# scal (S_PRELOAD: the no-slip contacts' least normal force, ``Reference.preload``; S_EASE: 9
+# entries, exp([e ρ₀]×) row-major, the start-up blend's turn of the base target, ``F_EASE``)
+S_RAMP, S_A2, S_CX, S_CY, S_CZ, S_AX, S_AY, S_AZ, S_PRELOAD, S_EASE = range(10)
+N_SCAL = 18
 MIN_SHARE = 1e-3  # ctc.MIN_SHARE
 
 
@@ -363,6 +365,8 @@ def wbc_stages(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids
         c, s = np.cos(yaw), np.sin(yaw)
         R_ref[:] = 0.0
         R_ref[0, 0], R_ref[0, 1], R_ref[1, 0], R_ref[1, 1], R_ref[2, 2] = c, -s, s, c, 1.0
+        if flags[F_EASE] != 0:  # the start-up blend (``control.startup``): exp([e ρ₀]×) R_up
+            R_ref[:] = np.ascontiguousarray(scal[S_EASE:S_EASE + 9]).reshape(3, 3) @ R_ref
     hh = h.copy()
     J_up, e_up, sizes, i_am, J_force, F_force = task_rows(
         J, dJ, Jcom, com, vcom, acom, oMf, mask, fids, v, consts, tasks, task_par, R_ref, hh)
@@ -430,6 +434,8 @@ def wbc_stages(Minv, h, J, dJ, Jcom, com, vcom, acom, L_G, oMf, q, v, mask, fids
         alpha = np.zeros(0)
     else:
         alpha = load_shares(centres, sup, rotations, origins, scal, consts, flags[F_SHARE])
+        if alpha.size and k82 >= 0:
+            moment_share(W_int, rotations, f_task, alpha[0], ref)
     tension = alpha[0] - alpha[1] if alpha.size else 0.0
     has_meas = flags[F_HAS_MEAS] != 0
     F_meas = np.zeros(m_s if has_meas else 0)

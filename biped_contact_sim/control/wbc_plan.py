@@ -69,7 +69,7 @@ def drift_from_jacobians(model) -> bool:
 
 class StepTables:
     """The step tables of ``WholeBodyController`` (module docstring); a mixin: it reads the
-    controller's robot, settings, data, contact bodies and transitions."""
+    controller's robot, settings, data, contact bodies, transitions and start-up blend."""
 
     def _static_tables(self) -> None:
         """The step's constant tables: frame slots (contact bodies, base, torso), the columns
@@ -151,7 +151,7 @@ class StepTables:
             target = feet[name]
             body = self._body(name)
             (force_tasks if target.normal is not None else pose_tasks).append((body, target))
-        am = n_s == 2 and s.am_task
+        am = n_s == 2 and s.am_task and not self.startup.active  # ``control.startup``
         has_com = ref.com is not None
         tasks, par = self._task_table(has_com, am, len(pose_tasks), len(force_tasks))
         k = 0

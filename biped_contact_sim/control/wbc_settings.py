@@ -62,6 +62,10 @@ class WBCSettings:
         add_cop_fraction, add_hold: a requested body also needs its measured CoP within
             ``add_cop_fraction`` of its contact surface's half-extents (flat, not on an edge),
             both conditions for ``add_hold`` [s] in a row (``control.contact_set``).
+        startup_time: the start-up blend (``control.startup``): after ``reset``, on a robot
+            more than 1 cm (CoM) or 1° (base) from its reference, the CoM, posture and base
+            targets and the commanded CoPs start from the measured state and reach the
+            reference's over ``startup_time`` [s] (0: the reference at once).
     """
 
     kp_com: float = 25.0
@@ -92,6 +96,7 @@ class WBCSettings:
     transition_time: float = 0.0
     add_cop_fraction: float = 1.0
     add_hold: float = 0.0
+    startup_time: float = 1.0
 
     def __post_init__(self):
         for f in fields(self):
@@ -123,7 +128,7 @@ class WBCSettings:
         if not 0.0 < self.add_cop_fraction <= 1.0:
             raise ConfigError(f"add_cop_fraction = {self.add_cop_fraction!r} must be in (0, 1]")
         for name in ("ki_force", "add_force", "release_force", "unload_time",
-                     "transition_time", "add_hold"):
+                     "transition_time", "add_hold", "startup_time"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} = {getattr(self, name)!r} must be >= 0")
 
