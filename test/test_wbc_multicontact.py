@@ -638,9 +638,7 @@ def test_hand_behaviors_bring_their_wbc_settings_under_the_users(robot, behavior
 
     beh = make_behavior(behavior, robot, robot.standing_configuration())
     s = make_controller("wbc", robot, beh, DT).settings
-    # multicontact leaves the torso task off (its class comment says why)
-    expected = {**HAND_SUPPORT, "kp_torso": 0.0} if behavior == "multicontact" else HAND_SUPPORT
-    assert all(getattr(s, k) == v for k, v in expected.items())
+    assert all(getattr(s, k) == v for k, v in HAND_SUPPORT.items())
     s = make_controller("wbc", robot, beh, DT, kp_torso=50.0, am_task=True).settings
     assert (s.kp_torso, s.am_task, s.add_force) == (50.0, True, HAND_SUPPORT["add_force"])
     plain = make_controller("wbc", robot, make_behavior("stand", robot,

@@ -269,15 +269,12 @@ class MultiContactBehavior(HandsBehavior):
     """
 
     name = "multicontact"
-    # The torso task stays off by default here. It used to step the torques by 30–50 N·m where
-    # the prioritized solve switched between a Cholesky and a truncated pseudo-inverse; the
-    # damped solve (``linalg.damped_factors_reference``) is continuous, and the rigid-contact Fig. 6
-    # sequence holds with it on (``test_wbc_multicontact``). In the world on penalty_fl the
-    # panel force still dips by 41 N for one step at t = 9.687 s with it on — after smooth
-    # torques, the same with the damping floor at 1e-6 or 1e-4: a contact event on the palm,
-    # not a switch of the solve, not yet explained.
-    controller_defaults: ClassVar[dict[str, dict[str, Any]]] = {
-        "wbc": {**HAND_SUPPORT, "kp_torso": 0.0}}
+    # The torso task is on (``HAND_SUPPORT``). It was off: it stepped the torques by 30–50 N·m
+    # where the prioritized solve switched between a Cholesky and a truncated pseudo-inverse
+    # (now a damped solve, continuous), and then, in the world on penalty_fl, the panel force
+    # fell by 41 N for one step at t = 9.686 s — a palm corner leaving penalty_fl's active set
+    # on a micrometre tilt (the scenario's ε is now 10 µm, ``sim.scenarios``).
+    controller_defaults: ClassVar[dict[str, dict[str, Any]]] = {"wbc": HAND_SUPPORT}
 
     def __init__(self, robot, q0, **params: Any):
         p, names, data = self._start(robot, q0, MultiContactParams, params)
