@@ -255,11 +255,16 @@ def test_a_killed_controller_leaves_the_robot_on_the_hold_and_a_new_one_resumes_
         assert probe.spin_until(lambda: stamp_ns(odom[-1]) > killed_at + NS, 60.0), \
             "the hold does not run the robot on"
         assert min(m.pose.pose.position.z for m in odom[-200:]) > MIN_BASE_HEIGHT
-        env.start("controller", controller="wbc", behavior="stand")
-        _, _, resumed = latest_status(probe, SIM_STATUS_NAME, time.monotonic(), 300.0,
-                                      lambda lv, m, v: v["command_state"] == "lockstep"
-                                      and int(v["commands_accepted"])
-                                      > int(hold["commands_accepted"]) + 100)
+        second = env.start("controller", controller="wbc", behavior="stand")
+        try:
+            _, _, resumed = latest_status(probe, SIM_STATUS_NAME, time.monotonic(), 300.0,
+                                          lambda lv, m, v: v["command_state"] == "lockstep"
+                                          and int(v["commands_accepted"])
+                                          > int(hold["commands_accepted"]) + 100)
+        except AssertionError as exc:  # say what the new controller did (CI failed here once)
+            state = "running" if second.alive() else f"exited with {second.proc.poll()}"
+            raise AssertionError(f"{exc}\nthe new controller is {state}; its output:\n"
+                                 f"{second.output[-4000:]}") from None
         assert float(resumed["sim_time_s"]) > killed_at / NS  # no reset
         assert min(m.pose.pose.position.z for m in odom) > MIN_BASE_HEIGHT
     finally:
