@@ -4,7 +4,8 @@ Two controllers, one compiled and its twin with ``compiled = False`` (the numpy/
 stages of ``wbc_stages`` and ``linalg``, the internal-force law in numpy), read the same
 measurements along closed loops that the compiled one drives: every behaviour of the biped in
 the simulator (stand, sway, push, walk: double and single support, the swing-foot tasks, the
-load-share tension, the PI on measured wrenches) and the humanoid's multicontact and
+load-share tension and moment, the PI on measured wrenches; a takeover under the start-up
+blend) and the humanoid's multicontact and
 lean_on_table sequences against rigid contacts (hands joining, unloading and leaving, four
 contacts, the unified force/position task on the panel, the no-slip hand, the torso task).
 Their torques and the law's figures agree to 1e-10 of their size at every step.
@@ -72,6 +73,36 @@ def test_biped_step_equals_numpy_stages(scenario, duration):
         control.observe(q_prev, sim.step(out.tau))
     if scenario == "walk":
         assert len(stances) == 3  # double and both single supports
+
+
+def test_start_up_blend_step_equals_numpy_stages():
+    """A ``wbc`` taking over the biped leaning back after a soft joint hold (the start-up blend
+    active: the CoM, posture, base and CoP targets from the measured state, no angular-momentum
+    task; ``control.startup``), its first 1.2 s, the blend's end included."""
+    from biped_contact_sim.control import Measurement
+    from biped_contact_sim.ros.scheduling import SafeCommand
+    from biped_contact_sim.session.builder import build
+    from biped_contact_sim.session.config import SimConfig
+
+    config = SimConfig.from_sets("stand", "penalty_fl", "wbc", sets={"contacts": "points"})
+    built = build(config)
+    sim, control = built.sim, built.control
+    hold = SafeCommand(built.robot, "hold", 300.0, 30.0, 5.0, 1e-3)
+    hold.start(sim.q)
+    for _ in range(1000):
+        q_prev = sim.q
+        control.observe(q_prev, sim.step(hold.torque(sim.q, sim.v)))
+    ctrl = build(config).control.controller
+    twin = _twin(ctrl)
+    blended = 0
+    for _ in range(1200):
+        meas = Measurement(sim.t, sim.q.copy(), sim.v.copy(), dict(control.wrenches))
+        out, ref = ctrl.compute(meas), twin.compute(meas)
+        _same(out, ref)
+        blended += ctrl.startup.rotation is not None
+        q_prev = sim.q
+        control.observe(q_prev, sim.step(out.tau))
+    assert 900 < blended < 1200  # the blend ran (1 s) and ended
 
 
 def _humanoid_loop(robot, beh, on_step) -> set:
