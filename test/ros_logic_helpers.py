@@ -51,3 +51,13 @@ def feed(assembler, session):
         assert assembler.wrench(body.name, stamp, [w["force"][k] for k in xyz],
                                 [w["torque"][k] for k in xyz]) is None
     return stamp
+
+
+def run_steps(sim, control, steps: int, closed: bool = True) -> None:
+    """``steps`` simulator steps under ``control(t, q, v)``; a closed loop (``ClosedLoop``)
+    also observes each step (its sole wrenches for the next measurement)."""
+    for _ in range(steps):
+        q = sim.q
+        step = sim.step(control(sim.t, q, sim.v))
+        if closed:
+            control.observe(q, step)

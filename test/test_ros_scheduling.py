@@ -4,7 +4,7 @@
 
 import numpy as np
 import pytest
-from ros_logic_helpers import MS
+from ros_logic_helpers import MS, run_steps
 
 from biped_contact_sim.errors import ConfigError
 from biped_contact_sim.robot import RobotModel
@@ -111,11 +111,7 @@ def test_the_default_hold_keeps_the_robot_upright_for_a_new_controller(scenario,
     sim, robot = built.sim, built.robot
 
     def run(control, steps, closed=True):
-        for _ in range(steps):
-            q = sim.q
-            step = sim.step(control(sim.t, q, sim.v))
-            if closed:
-                control.observe(q, step)
+        run_steps(sim, control, steps, closed)
 
     run(built.control, 500)
     node = SimNodeConfig()

@@ -147,24 +147,32 @@ def test_double_support_tasks_and_internal_forces_exact(robot):
     np.testing.assert_allclose(out.info["f_int_pred"], f_ref, atol=1e-7)
 
 
-@pytest.mark.parametrize("tension", [0.0, 10.0])
-def test_load_share_tension_splits_force_along_the_feet(robot, tension):
-    """Reference cart-table ZMP ¾ of the way from the left to the right sole centre: the
-    predicted wrenches give each foot its load share (α = ¼, ¾) of the net force along the
-    foot line e_12, and a commanded tension adds (f_1 − f_2)·e_12 = t_ref on top (step 4)."""
-    q0 = robot.standing_configuration()
+def _zmp_reference(robot, q0, along: float, ahead: float, internal=None) -> Reference:
+    """Both feet in support at q0, the CoM where it is, and the CoM acceleration whose
+    cart-table ZMP p = c − h c̈ / g lies ``along`` of the way from the left to the right sole
+    centre and ``ahead`` [m] in front of that line (horizontal, perpendicular to it)."""
     data = robot.create_data()
     pin.framesForwardKinematics(robot.model, data, q0)
     c1, c2 = (data.oMf[b.frame_id].act(0.5 * (b.offsets.min(axis=0) + b.offsets.max(axis=0)))
               for b in robot.contact_bodies)
     com = pin.centerOfMass(robot.model, data, q0).copy()
     height = com[2] - 0.5 * (c1[2] + c2[2])
-    zmp = c1 + 0.75 * (c2 - c1)
+    line = (c2 - c1) / np.linalg.norm(c2 - c1)
+    zmp = c1 + along * (c2 - c1) + ahead * np.cross([0.0, 0.0, 1.0], line)
     acc = np.zeros(3)
-    acc[:2] = (com[:2] - zmp[:2]) * 9.81 / height  # p = c − h c̈ / g
-    ref = Reference(stance=tuple(b.name for b in robot.contact_bodies), com=com,
-                    com_vel=np.zeros(3), com_acc=acc, q_joints=q0[robot.q_idx],
-                    internal=np.array([tension, 0, 0, 0, 0, 0]))
+    acc[:2] = (com[:2] - zmp[:2]) * 9.81 / height
+    return Reference(stance=tuple(b.name for b in robot.contact_bodies), com=com,
+                     com_vel=np.zeros(3), com_acc=acc, q_joints=q0[robot.q_idx],
+                     internal=internal)
+
+
+@pytest.mark.parametrize("tension", [0.0, 10.0])
+def test_load_share_tension_splits_force_along_the_feet(robot, tension):
+    """Reference cart-table ZMP ¾ of the way from the left to the right sole centre: the
+    predicted wrenches give each foot its load share (α = ¼, ¾) of the net force along the
+    foot line e_12, and a commanded tension adds (f_1 − f_2)·e_12 = t_ref on top (step 4)."""
+    q0 = robot.standing_configuration()
+    ref = _zmp_reference(robot, q0, 0.75, 0.0, internal=np.array([tension, 0, 0, 0, 0, 0]))
     out = make_controller("wbc", robot, _Fixed(ref), DT).compute(
         Measurement(0.0, q0, np.zeros(robot.nv), {}))
     assert out.info["load_share"] == pytest.approx([0.25, 0.75], abs=1e-9)
@@ -187,19 +195,7 @@ def test_load_share_moment_splits_the_moment_about_the_foot_line(robot, load_sha
     with the load shares each foot k carries α_k M (e_12·m_k, moments about the anchors, from
     the rigid-contact dynamics solved independently of the controller)."""
     q0 = robot.standing_configuration()
-    data = robot.create_data()
-    pin.framesForwardKinematics(robot.model, data, q0)
-    c1, c2 = (data.oMf[b.frame_id].act(0.5 * (b.offsets.min(axis=0) + b.offsets.max(axis=0)))
-              for b in robot.contact_bodies)
-    com = pin.centerOfMass(robot.model, data, q0).copy()
-    height = com[2] - 0.5 * (c1[2] + c2[2])
-    line = (c2 - c1) / np.linalg.norm(c2 - c1)
-    ahead = np.cross([0.0, 0.0, 1.0], line)  # horizontal, perpendicular to the foot line
-    zmp = c1 + 0.75 * (c2 - c1) + 0.03 * ahead
-    acc = np.zeros(3)
-    acc[:2] = (com[:2] - zmp[:2]) * 9.81 / height  # p = c − h c̈ / g
-    ref = Reference(stance=tuple(b.name for b in robot.contact_bodies), com=com,
-                    com_vel=np.zeros(3), com_acc=acc, q_joints=q0[robot.q_idx])
+    ref = _zmp_reference(robot, q0, 0.75, 0.03)
     ctrl = make_controller("wbc", robot, _Fixed(ref), DT, load_share=load_share)
     out = ctrl.compute(Measurement(0.0, q0, np.zeros(robot.nv), {}))
     assert out.info["saturated"] == 0

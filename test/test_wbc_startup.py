@@ -4,6 +4,7 @@ away from its reference starts from the measured state and eases into the refere
 import numpy as np
 import pinocchio as pin
 import pytest
+from ros_logic_helpers import run_steps
 
 from biped_contact_sim.control import make_behavior, make_controller
 from biped_contact_sim.control.base import Measurement
@@ -74,11 +75,7 @@ def test_a_new_wbc_takes_over_a_biped_leaning_after_a_soft_joint_hold(startup_ti
     sim, robot = built.sim, built.robot
 
     def run(control, steps, closed=True):
-        for _ in range(steps):
-            q = sim.q
-            step = sim.step(control(sim.t, q, sim.v))
-            if closed:
-                control.observe(q, step)
+        run_steps(sim, control, steps, closed)
 
     def pitch():
         return pin.rpy.matrixToRpy(pin.Quaternion(sim.q[3:7]).toRotationMatrix())[1]
