@@ -215,6 +215,23 @@ def test_load_share_moment_splits_the_moment_about_the_foot_line(robot, load_sha
     assert e12 @ m[1] == pytest.approx(alpha[1] * M, abs=1e-6)
 
 
+def test_no_load_shares_without_a_com_reference_on_either_path(robot):
+    """A double-support reference without a CoM has no load shares (``reference_load_shares``
+    needs the CoM): neither the tension nor the moment is shared, and the numpy stages give the
+    compiled step's torques (the numpy path indexed the missing shares once)."""
+    q0 = robot.standing_configuration()
+    ref = Reference(stance=tuple(b.name for b in robot.contact_bodies), com=None,
+                    q_joints=q0[robot.q_idx])
+    outs = []
+    for compiled in (True, False):
+        ctrl = make_controller("wbc", robot, _Fixed(ref), DT)
+        ctrl.compiled = ctrl.internal.compiled = compiled
+        outs.append(ctrl.compute(Measurement(0.0, q0, np.zeros(robot.nv), {})))
+    assert outs[0].info["load_share"] is None and outs[1].info["load_share"] is None
+    np.testing.assert_allclose(outs[1].tau, outs[0].tau, rtol=0.0,
+                               atol=1e-10 * np.abs(outs[0].tau).max())
+
+
 def test_single_support_swing_foot_task_exact(robot):
     """Single support: CoM and swing-foot accelerations are those commanded (eqs. 28–31)."""
     q0 = robot.standing_configuration()

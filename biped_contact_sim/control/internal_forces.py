@@ -220,7 +220,8 @@ class InternalForces:
             centres = [origins[k] + np.dot(rotations[k], self._sole_centre[b.name])
                        for k, b in enumerate(bodies)]
             alpha = reference_load_shares(ref, stance, centres, self._g)
-            if name == "eq82":  # the load-share moment (``internal_forces_kernels``)
+            if alpha is not None and name == "eq82":  # the load-share moment
+                # (``internal_forces_kernels.moment_share``)
                 e = W_int[0, :3]
                 M = e @ (f_task[3:6] + f_task[9:12])
                 u = rotations[0].T @ e
