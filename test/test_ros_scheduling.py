@@ -110,20 +110,17 @@ def test_the_default_hold_keeps_the_robot_upright_for_a_new_controller(scenario,
     built = build(config)
     sim, robot = built.sim, built.robot
 
-    def run(control, steps, closed=True):
-        run_steps(sim, control, steps, closed)
-
-    run(built.control, 500)
+    run_steps(sim, built.control, 500)
     node = SimNodeConfig()
     hold = scheduling.SafeCommand(robot, "hold", node.hold_stiffness, node.hold_damping,
                                   node.stale_damping, 1e-3)
     hold.start(sim.q)
-    run(lambda t, q, v: hold.torque(q, v), round(hold_s * 1000), closed=False)
+    run_steps(sim, lambda t, q, v: hold.torque(q, v), round(hold_s * 1000), closed=False)
     roll, pitch, _ = pin.rpy.matrixToRpy(pin.Quaternion(sim.q[3:7]).toRotationMatrix())
     assert max(abs(roll), abs(pitch)) < np.radians(2.0), np.degrees([roll, pitch])
     assert abs(sim.q[2] - built.q0[2]) < 0.015
     if scenario == "stand":
-        run(build(config).control, 2000)  # raises DivergenceError if the takeover fails
+        run_steps(sim, build(config).control, 2000)  # raises DivergenceError if the takeover fails
         assert abs(sim.q[2] - built.q0[2]) < 0.015
 
 

@@ -74,16 +74,13 @@ def test_a_new_wbc_takes_over_a_biped_leaning_after_a_soft_joint_hold(startup_ti
     built = build(config)
     sim, robot = built.sim, built.robot
 
-    def run(control, steps, closed=True):
-        run_steps(sim, control, steps, closed)
-
     def pitch():
         return pin.rpy.matrixToRpy(pin.Quaternion(sim.q[3:7]).toRotationMatrix())[1]
 
-    run(built.control, 500)
+    run_steps(sim, built.control, 500)
     hold = scheduling.SafeCommand(robot, "hold", 300.0, 30.0, 5.0, 1e-3)
     hold.start(sim.q)
-    run(lambda t, q, v: hold.torque(q, v), 1000, closed=False)
+    run_steps(sim, lambda t, q, v: hold.torque(q, v), 1000, closed=False)
     assert abs(pitch()) > np.radians(4.0)
     fresh = build(SimConfig.from_sets("stand", "penalty_fl", "wbc", sets={
         "controller.startup_time": startup_time})).control
@@ -91,11 +88,11 @@ def test_a_new_wbc_takes_over_a_biped_leaning_after_a_soft_joint_hold(startup_ti
     lo, hi = robot.model.lowerPositionLimit[waist], robot.model.upperPositionLimit[waist]
     if startup_time == 0.0:
         with pytest.raises(DivergenceError):
-            run(fresh, 3000)
+            run_steps(sim, fresh, 3000)
         return
     worst = 0.0
     for _ in range(30):
-        run(fresh, 100)
+        run_steps(sim, fresh, 100)
         assert lo <= sim.q[waist] <= hi
         worst = max(worst, abs(sim.q[2] - built.q0[2]))
     assert abs(pitch()) < np.radians(0.5)

@@ -121,7 +121,7 @@ from biped_contact_sim.control.contact_set import ContactTransitions, blend_rele
 from biped_contact_sim.control.internal_forces import InternalForces
 from biped_contact_sim.control.internal_forces_kernels import surface_resultant
 from biped_contact_sim.control.linalg import constrained_space_reference, task_torques_reference
-from biped_contact_sim.control.startup import StartupBlend
+from biped_contact_sim.control.startup import StartupBlend, heading
 from biped_contact_sim.control.wbc_plan import StepTables, drift_from_jacobians
 from biped_contact_sim.control.wbc_settings import WBCSettings, check_pd, check_pi
 from biped_contact_sim.control.wbc_stages import support_rows, task_rows
@@ -400,9 +400,7 @@ class WholeBodyController(StepTables, Controller):
         anchors, origins, rotations, J_s, gamma_s = support_rows(model, data, self._fids, sup,
                                                                  sup_local)
         if flags[wk.F_HEADING] and n_s:  # upright with the stance soles' mean heading
-            x_axis = rotations[:, :, 0].sum(axis=0)
-            self._R_base_ref = np.ascontiguousarray(
-                pin.rpy.rpyToMatrix(0.0, 0.0, math.atan2(x_axis[1], x_axis[0])))
+            self._R_base_ref = np.ascontiguousarray(heading(rotations))
             if self.startup.rotation is not None:  # the start-up blend: exp([e ρ₀]×) R_up
                 self._R_base_ref = np.ascontiguousarray(
                     self.startup.rotation @ self._R_base_ref)
