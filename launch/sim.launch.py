@@ -50,8 +50,9 @@ ARGUMENTS = [
      "possible (deterministic with lockstep:=true)"),
     ("use_sim_time", "true", "robot_state_publisher and RViz follow the simulator's /clock (the "
      "controller is stamped by its measurements and needs no clock)"),
-    ("composed", "false", "Simulator and controller in one process (composed_node: the same "
-     "nodes, topics and parameters, one wait set; shorter lockstep periods)"),
+    ("composed", "true", "Simulator and controller in one process (composed_node: the same "
+     "nodes, topics and parameters; the state and the command pass in process); false: two "
+     "processes talking over DDS, as a controller and a robot's driver do"),
 ]
 
 

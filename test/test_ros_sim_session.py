@@ -129,7 +129,7 @@ def test_wait_for_first_command_holds_the_initial_state():
     assert s.tick() == 1
 
 
-def test_lockstep_counts_a_command_that_comes_after_its_period_was_due():
+def test_lockstep_counts_late_commands_and_catches_up_with_the_wall_clock():
     clock = FakeClock()
     s = make_session(clock=clock, lockstep=True, real_time_factor=1.0)
     assert s.next_wakeup() is None  # waits for the command
@@ -144,8 +144,20 @@ def test_lockstep_counts_a_command_that_comes_after_its_period_was_due():
     assert s.tick() == 1 and s.late_commands == 1
     assert s.wait_time == pytest.approx(0.0021)
     assert s.next_wakeup() == pytest.approx(clock.now + 5.0)  # lockstep_timeout, then the hold
-    assert pd_command(s, 2 * MS) is None
-    assert s.tick() == 0  # no catching up: the next period is due one period after this one
+    # behind the wall clock (4.1 ms at t = 2 ms): the periods due run as their commands come
+    # (each counted late: it ran after its due time; none waited past its state)
+    for k, ran in ((2, 1), (3, 1), (4, 0)):  # the periods ending at 3 and 4 ms were due
+        assert pd_command(s, k * MS) is None
+        assert s.tick() == ran, k
+    assert s.late_commands == 3 and s.wait_time == pytest.approx(0.0021)
+    clock.now += 0.0010  # caught up: the period ending at 5 ms is due at 5 ms
+    assert s.tick() == 1 and s.late_commands == 3
+    clock.now += 0.2  # a command 0.2 s late: more than max_lag behind, the schedule restarts
+    assert pd_command(s, 5 * MS) is None
+    assert s.tick() == 1 and s.sim.t == pytest.approx(0.006) and s.pacer.resyncs == 1
+    assert s.late_commands == 4 and s.wait_time == pytest.approx(0.0021 + 0.1991)  # from 6 ms
+    assert pd_command(s, 6 * MS) is None
+    assert s.tick() == 0  # no burst of 0.2 s: the next period is due one period from now
     clock.now += 0.0011
     assert s.tick() == 1
 

@@ -11,8 +11,9 @@ with localhost discovery:
 * lockstep as fast as possible (``real_time_factor`` 0): control periods per wall second, from
   the simulated time the simulator's /diagnostics reports;
 * lockstep at real time (``real_time_factor`` 1, the default demo) with a /joint_states
-  subscriber running (what ``ros2 topic hz /joint_states`` adds): the real-time factor the
-  simulator reports it achieved over the window;
+  subscriber running as ``ros2 topic hz /joint_states`` does (sensor-data QoS: best effort,
+  depth 5; messages deserialized): the real-time factor the simulator reports it achieved over
+  the window;
 * the hardware form (``hardware.launch.py`` with the simulator as the robot's driver): the
   simulator free running at real time, 1 kHz states, applying the newest command like a
   driver (``max_command_delay`` 20 ms, so it never waits on a command that is a few periods
@@ -69,6 +70,7 @@ class Loop:
                  subscribe_joint_states: bool):
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.qos import qos_profile_sensor_data
         from rclpy.signals import SignalHandlerOptions
         from sensor_msgs.msg import JointState
 
@@ -100,8 +102,9 @@ class Loop:
         self.controller: dict[str, str] = {}
         self.states = 0
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_status, 10)
-        if subscribe_joint_states:
-            self.node.create_subscription(JointState, "joint_states", self._on_state, 100)
+        if subscribe_joint_states:  # as `ros2 topic hz` subscribes: sensor-data QoS
+            self.node.create_subscription(JointState, "joint_states", self._on_state,
+                                          qos_profile_sensor_data)
 
     def _on_status(self, msg) -> None:
         for status in msg.status:

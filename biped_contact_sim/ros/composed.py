@@ -1,12 +1,18 @@
-"""Simulator and controller nodes in one process: ``ros2 run biped_contact_sim composed_node``
-(``sim.launch.py composed:=true``).
+"""Simulator and controller in one process: ``ros2 run biped_contact_sim composed_node``
+(``sim.launch.py``'s default, ``composed:=true``).
 
-The same two nodes, the same topics and parameters (each node declares its own; the params
+The same two nodes, with the same topics and parameters (each node declares its own; the params
 files and launch arguments keyed ``/**`` reach both), spun by one wait set
-(:meth:`~biped_contact_sim.ros.node_common.NodeLoop.add`): in lockstep a period is then the
-simulator's publish, the controller's computation and its command within one process, without
-the two wake-ups of the two-process form. Stopping and the start-up log are those of the
-separate nodes (``ros/signals.py``).
+(:meth:`~biped_contact_sim.ros.node_common.NodeLoop.add`). The state and the command pass
+between them in process, as the serialized messages the topics carry: each state the simulator
+publishes goes to ``ControllerNode.deliver``, which reads it as its subscriptions would and
+answers at once, and the command goes to ``SimulatorNode.on_local_command``, so that a lockstep
+period is the simulation, the control law and no middleware (the two-process form's publish,
+wake-up and take of five messages each way). The topics still carry both for anyone listening
+(a bag, ``ros2 topic hz``, RViz); the simulator drops the copies of its own controller's
+commands that come back over ``joint_torque_cmd`` and still reads (and checks) the commands of
+other nodes. Stopping and the start-up log are those of the separate nodes
+(``ros/signals.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +27,14 @@ NODE_NAME = "composed"
 
 
 def make_nodes(phase) -> list:
-    """The simulator node, then the controller node (its measurements come from the first)."""
-    return [SimulatorNode(phase), ControllerNode(phase)]
+    """The simulator node, then the controller node, joined in process: each state the
+    simulator publishes goes to the controller as its serialized messages, and the command
+    the controller answers with goes back the same way, within the simulator's period."""
+    sim = SimulatorNode(phase, composed=True)
+    controller = ControllerNode(phase, local=True)
+    sim.deliver = controller.deliver
+    controller.command_sink = sim.on_local_command
+    return [sim, controller]
 
 
 def main(args=None, stopper=None) -> int:

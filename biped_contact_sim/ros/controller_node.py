@@ -10,7 +10,9 @@ serialized messages (:mod:`~biped_contact_sim.msgs.cdr`,
 :class:`~biped_contact_sim.ros.node_common.NodeLoop`: with ``sync`` exact it computes as soon as
 a measurement is complete; with ``sync`` latest as soon as the newest messages all carry the
 newest joint states' stamp (``MeasurementAssembler.whole``), else every ``control_period`` of
-wall time on the newest messages.
+wall time on the newest messages. In ``composed_node`` the simulator in the same process hands
+each state to :meth:`ControllerNode.deliver` and takes the command in process
+(``command_sink``); the state topics are then not subscribed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import struct
 import sys
 import time
+from collections.abc import Callable
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped, WrenchStamped
@@ -51,12 +54,15 @@ QOS_DEPTH = 10
 EVENT_ADVANCE = 0.75
 #: ... and the control timer fires only if no whole state came this many periods after a cycle
 TIMER_AFTER_EVENT = 1.5
+#: [s] composed form: how often the command topic's subscriber count is asked (it is
+#: published only for someone: the simulator gets the command in process)
+SUBSCRIBERS_PERIOD = 0.2
 
 
 class ControllerNode(Node):
     """Runs ``ctc`` or ``wbc`` with a behaviour on measured states (module docstring)."""
 
-    def __init__(self, phase=None):
+    def __init__(self, phase=None, local: bool = False):
         super().__init__(NODE_NAME)
         robot_values = declare_robot_parameters(self)
         values = {s.name: plain(declare(self, s)) for s in params.controller_parameter_specs()
@@ -90,15 +96,22 @@ class ControllerNode(Node):
                      for topic, msg_type in self.msg_types.items()}
         self.command_pub = self.pubs[topics.JOINT_TORQUE_CMD]
         self.command = CommandWriter(self.robot.actuated_joint_names)
+        self.feet = [body.name for body in self.robot.contact_bodies]
         # The per-period inputs as serialized bytes, read by cdr.py (no message objects).
         self.joint_state_reader = cdr.JointStateReader()
-        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_states, QOS_DEPTH,
-                                 raw=True)
-        self.create_subscription(Odometry, topics.ODOM, self.on_odom, QOS_DEPTH, raw=True)
-        for body in self.robot.contact_bodies:
-            self.create_subscription(
-                WrenchStamped, topics.CONTACT_WRENCH.format(foot=body.name),
-                lambda data, foot=body.name: self.on_wrench(foot, data), QOS_DEPTH, raw=True)
+        #: composed form: the simulator's command input (``SimulatorNode.on_command``); the
+        #: inputs then come from ``deliver``, not from subscriptions
+        self.command_sink: Callable[[bytes], None] | None = None
+        self.command_live = False
+        self.next_count = 0.0
+        if not local:
+            self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_states,
+                                     QOS_DEPTH, raw=True)
+            self.create_subscription(Odometry, topics.ODOM, self.on_odom, QOS_DEPTH, raw=True)
+            for foot in self.feet:
+                self.create_subscription(
+                    WrenchStamped, topics.CONTACT_WRENCH.format(foot=foot),
+                    lambda data, foot=foot: self.on_wrench(foot, data), QOS_DEPTH, raw=True)
         now = time.perf_counter()
         self.next_cycle = now
         self.event_advance = int(EVENT_ADVANCE * cfg.control_period * stamps.NS)
@@ -147,6 +160,16 @@ class ControllerNode(Node):
             stamp, wrench = got
             self.rejected(self.assembler.wrench(foot, stamp, wrench[:3], wrench[3:]))
 
+    def deliver(self, data: list[bytes]) -> None:
+        """The composed form's input: the simulator's serialized state (``StateWriter.write``:
+        /clock, joint_states, odom, one wrench per contact body), read as the subscriptions
+        read it, then answered as a message would be (:meth:`answer`)."""
+        self.on_joint_states(data[1])
+        self.on_odom(data[2])
+        for foot, wrench in zip(self.feet, data[3:], strict=True):
+            self.on_wrench(foot, wrench)
+        self.answer(time.perf_counter())
+
     # ------------------------------------------------------------------ outputs
     def publish(self, topic: str, fields: dict) -> None:
         self.pubs[topic].publish(fill_message(self.msg_types[topic](), fields, FACTORIES))
@@ -164,25 +187,44 @@ class ControllerNode(Node):
             log_events(self, session.events, REJECT_LOG_PERIOD)
         if cycle is None:
             return
-        self.command_pub.publish(self.command.write(cycle.stamp, cycle.tau))
+        data = self.command.write(cycle.stamp, cycle.tau)
+        if self.command_sink is None:
+            self.command_pub.publish(data)
+        else:
+            # composed: to the simulator in process; on the topic only for someone listening
+            now = time.perf_counter()
+            if now >= self.next_count:
+                # the simulator's own subscription (for other publishers' commands) is one
+                self.command_live = self.command_pub.get_subscription_count() > 1
+                self.next_count = now + SUBSCRIBERS_PERIOD
+            if self.command_live:
+                self.command_pub.publish(data)
+            self.command_sink(data)
         session.published(meas, time.perf_counter())
         for topic, fields in cycle.diagnostics:
             self.publish(topic, fields)
+
+    def answer(self, now: float) -> bool:
+        """A control cycle on the measurement just completed (sync exact), or on the driver's
+        newest state once it is whole (sync latest); whether one ran."""
+        if self.config.sync == "exact":
+            self.run_cycle()
+            return True
+        if self.assembler.whole(self.event_advance):
+            # the driver's newest state is whole: answer it now, not at the next timer tick (two
+            # free-running clocks would add up to a period of waiting); the timer stays the
+            # fallback for drivers whose topics carry different stamps
+            self.run_cycle()
+            self.next_cycle = now + TIMER_AFTER_EVENT * self.config.control_period
+            return True
+        return False
 
     def on_wake(self) -> float | None:
         """Control cycles (on complete measurements, or on the timer with sync latest) and the
         /diagnostics status at its rate; returns when to run again."""
         cfg = self.config
         now = time.perf_counter()
-        if cfg.sync == "exact":
-            self.run_cycle()
-        elif self.assembler.whole(self.event_advance):
-            # the driver's newest state is whole: answer it now, not at the next timer tick (two
-            # free-running clocks would add up to a period of waiting); the timer stays the
-            # fallback for drivers whose topics carry different stamps
-            self.run_cycle()
-            self.next_cycle = now + TIMER_AFTER_EVENT * cfg.control_period
-        elif now >= self.next_cycle:
+        if not self.answer(now) and cfg.sync == "latest" and now >= self.next_cycle:
             self.run_cycle()
             self.next_cycle = max(self.next_cycle + cfg.control_period, now)
         if now >= self.next_diagnostics:

@@ -178,6 +178,7 @@ class NodeLoop:
         self._next_refresh = 0.0
         self._subs: list = []
         self._adds: list = []
+        self._drains: dict[int, int] = {}
 
     def add(self, node: Node, on_wake: Callable[[], float | None]) -> None:
         """Spin another node of the same context in this loop (the composed form: simulator
@@ -186,6 +187,10 @@ class NodeLoop:
         self.wakes.append(on_wake)
         self.executor.add_node(node)
         self._next_refresh = 0.0
+
+    def drain(self, subscription, limit: int) -> None:
+        """Take up to ``limit`` messages of ``subscription`` per wait, not one."""
+        self._drains[subscription.handle.pointer] = int(limit)
 
     def on_wake(self) -> float | None:
         """Every node's periodic work; the earliest time one of them must run again."""
@@ -249,17 +254,21 @@ class NodeLoop:
             raise ExternalShutdownException()
         ready = ws.get_ready_entities("subscription")
         if ready:
-            for sub in subs:  # one message each: a queue with more makes the next wait return
-                if sub.handle.pointer in ready:
-                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
-                    if taken is None:
-                        continue
-                    # Jazzy's callbacks may also take the MessageInfo (Humble's never do).
-                    kind = getattr(sub, "_callback_type", None)
-                    if kind is None or kind is sub.CallbackType.MessageOnly:
-                        sub.callback(taken[0])
-                    else:
-                        sub.callback(*taken)
+            # one message each (a queue with more makes the next wait return), all of a
+            # drained one's
+            for sub in subs:
+                pointer = sub.handle.pointer
+                if pointer in ready:
+                    for _ in range(self._drains.get(pointer, 1)):
+                        taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                        if taken is None:
+                            break
+                        # Jazzy's callbacks may also take the MessageInfo (Humble's never do).
+                        kind = getattr(sub, "_callback_type", None)
+                        if kind is None or kind is sub.CallbackType.MessageOnly:
+                            sub.callback(taken[0])
+                        else:
+                            sub.callback(*taken)
         now = time.perf_counter()
         if (ws.get_ready_entities("service") or ws.get_ready_entities("timer")
                 or ws.get_ready_entities("client") or now >= self._next_executor):

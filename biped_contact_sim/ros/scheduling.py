@@ -261,11 +261,12 @@ class Pacer:
 
     With r > 0 the simulated time follows ``t_anchor + r (wall − wall_anchor)``: the period
     that ends at ``t + period`` is due at :meth:`next_due`, and :meth:`due` says how many
-    periods are due now. When the simulator's own computation falls behind by more than
-    ``max_lag`` wall seconds the schedule is dropped and re-anchored (``resyncs`` counts it)
-    instead of bursting to catch up. A period that had to wait for its command is not caught
-    up either: :meth:`restart` re-anchors so that it runs now and the clock goes on from there
-    (the simulated clock slows; :class:`RealTimeMeter` reports the factor achieved). With r = 0
+    periods are due now. Periods behind the schedule are caught up (they are due at once)
+    unless the simulation falls behind by more than ``max_lag`` wall seconds: then the schedule
+    is dropped and re-anchored (``resyncs`` counts it) instead of bursting to catch up. Running
+    free, a period that had to wait for its late command is not caught up either:
+    :meth:`restart` re-anchors so that it runs now and the clock goes on from there (the
+    simulated clock slows; :class:`RealTimeMeter` reports the factor achieved). With r = 0
     every call says ``max_batch`` periods are due (as fast as possible; the caller also bounds
     a batch by a wall-time budget). ``overruns`` counts the periods whose own computation took
     longer than their real-time budget (period / r).

@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 import sys
 import time
+from collections.abc import Callable
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, PointStamped, TransformStamped, WrenchStamped
@@ -56,6 +57,9 @@ QOS_DEPTH = 10
 # control period for a while (a Python probe, a bag recorder on a loaded machine) still gets
 # every state; with 10 the oldest unacknowledged states were dropped for it after 10 periods.
 STATE_DEPTH = 200
+# Composed form: the in-process commands remembered to recognise their copies on the topic
+# (as many as its subscription's queue holds, and a margin)
+LOCAL_ECHOES = 2 * STATE_DEPTH
 BATCH_BUDGET = 0.02  # [s] longest run of periods between two waits (services stay responsive)
 # The kernel modules the simulator runs (loaded at start-up, not in the first period)
 SIM_KERNELS = tuple(f"biped_contact_sim.{p}." for p in ("robot", "solvers", "contact", "sim"))
@@ -64,7 +68,7 @@ SIM_KERNELS = tuple(f"biped_contact_sim.{p}." for p in ("robot", "solvers", "con
 class SimulatorNode(Node):
     """Steps the simulator and publishes the topics of README "Topic contract" (module doc)."""
 
-    def __init__(self, phase=None):
+    def __init__(self, phase=None, composed: bool = False):
         super().__init__(NODE_NAME)
         if self.get_parameter("use_sim_time").value:
             self.get_logger().warning("use_sim_time is true, but this node publishes /clock: "
@@ -119,8 +123,16 @@ class SimulatorNode(Node):
                                     robot.n_points, len(robot.contact_bodies))
         self.tf = optional_tf_broadcaster(self)
 
-        self.create_subscription(JointState, topics.JOINT_TORQUE_CMD, self.on_command, QOS_DEPTH,
-                                 raw=True)
+        #: composed form: the controller's input (``ControllerNode.deliver``); its command then
+        #: comes in process (``on_local_command``), and the copies of it that come back over
+        #: the topic (published for other subscribers) are recognised and dropped
+        self.deliver: Callable[[list[bytes]], None] | None = None
+        self.local_commands: dict[bytes, None] = {}
+        # Composed, the topic also brings those copies, a batch of periods' worth between two
+        # waits: a deeper queue, read whole, so that another node's command is not pushed out.
+        command_sub = self.create_subscription(
+            JointState, topics.JOINT_TORQUE_CMD, self.on_command,
+            STATE_DEPTH if composed else QOS_DEPTH, raw=True)
         self.create_service(Trigger, "~/reset", self.on_reset)
         self.create_service(SetBool, "~/pause", self.on_pause)
         self.add_on_set_parameters_callback(self.on_set_parameters)
@@ -130,6 +142,8 @@ class SimulatorNode(Node):
         self.next_markers = now
         self.next_diagnostics = now
         self.loop = NodeLoop(self, self.on_wake, static=True)
+        if composed:
+            self.loop.drain(command_sub, STATE_DEPTH)
         phase("topics and services created", "running")
         cfg = self.config
         contacts = world.sim.contacts + (f" in world {world.world_name!r}"
@@ -157,6 +171,8 @@ class SimulatorNode(Node):
             if self.live[k]:
                 self.state_pubs[k].publish(data[k])
         self.last_publish = time.perf_counter()
+        if self.deliver is not None:
+            self.deliver(data)
 
     def publish_markers(self) -> None:
         v = self.session.visual_sample()
@@ -224,8 +240,18 @@ class SimulatorNode(Node):
         return min(wake)
 
     # ------------------------------------------------------------------ callbacks
-    def on_command(self, data: bytes) -> None:
+    def on_local_command(self, data: bytes) -> None:
+        """Composed form: the command of the controller in this process (serialized)."""
+        echoes = self.local_commands
+        echoes[data] = None
+        if len(echoes) > LOCAL_ECHOES:
+            del echoes[next(iter(echoes))]  # the oldest: its copy came or was dropped
+        self.on_command(data, local=True)
+
+    def on_command(self, data: bytes, local: bool = False) -> None:
         """A serialized ``joint_torque_cmd`` (raw subscription: read by cdr.py)."""
+        if not local and self.deliver is not None and data in self.local_commands:
+            return  # the topic's copy of a command already taken in process
         try:
             stamp, names, _, _, effort = self.command_reader.read(data)
             reason = self.session.command(stamp, names, effort)

@@ -319,10 +319,13 @@ class SimSession:
         periods); returns how many.
 
         Lockstep: at most one period, when the gate is open and (with a real-time factor) the
-        period is due; a command that came after its period was due is counted late and the
-        schedule restarts from now (no catching up). Free running: the periods the pacer says
+        period is due; a command that came after its period was due is counted late, and the
+        periods behind the schedule then run as their commands come, back to back, until the
+        simulated clock has caught up with the wall clock (a schedule more than the pacer's
+        ``max_lag`` behind restarts from now instead). Free running: the periods the pacer says
         are due, each with the torque of :meth:`_free_torque`; waiting for a late command
-        restarts the schedule the same way. Nothing runs while paused or diverged.
+        (``max_command_delay``) restarts the schedule from now. Nothing runs while paused or
+        diverged.
         """
         wall = self.clock()
         if self.paused or self.error is not None:
@@ -338,8 +341,13 @@ class SimSession:
                 arrival = self.gate.arrival if self.gate.arrival is not None else wall
                 if arrival > due:
                     self.late_commands += 1
-                    self.wait_time += arrival - due
-                    pacer.restart(wall, self.sim.t)
+                    # waited for: past its due time and past the state it answers (a period
+                    # due before its state was out is behind the schedule, not waiting)
+                    self.wait_time += arrival - max(due, self.gate_since)
+                # the periods behind the wall clock run back to back (a late one is made up,
+                # as when running free) unless they are more than max_lag behind: then the
+                # schedule restarts from now (resyncs)
+                pacer.due(wall, self.sim.t)
             if not self.run_period(self.gate.take()):
                 return 0
             self.gate.expect(self.stamp)

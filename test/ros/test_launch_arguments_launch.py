@@ -1,7 +1,7 @@
 """Every launch argument of sim.launch.py reaches its node: each is given a value other than
 its default and read back from the node's parameters (they used to be silently overridden by
-the params files' node sections). composed:=true puts both nodes in one process (the default,
-two processes, is test_sim_launch.py's)."""
+the params files' node sections). composed:=false runs the two nodes as two processes (the
+default, one process, is test_sim_launch.py's)."""
 
 import atexit
 import os
@@ -31,7 +31,7 @@ ARGUMENTS = {  # every argument of sim.launch.py, none at its default
     "robot": "planar_biped", "scenario": "planar_walk", "world": FLAT_WORLD,
     "contacts": "points", "contact_model": "gauss_seidel",
     "controller": "ctc", "behavior": "planar_walk", "rviz": "false", "lockstep": "false",
-    "real_time_factor": "0.5", "use_sim_time": "false", "composed": "true",
+    "real_time_factor": "0.5", "use_sim_time": "false", "composed": "false",
 }
 EXPECTED = {
     "simulator": {"robot_config": "planar_biped", "scenario": "planar_walk",

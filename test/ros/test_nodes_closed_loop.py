@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from checks import (
     Recorder,
+    check_bad_commands_are_rejected,
     check_closed_loop,
     check_controller_answers_a_recorded_stream,
     check_controller_rejects_malformed_inputs,
@@ -206,9 +207,11 @@ def states_until(probe, duration: float) -> dict[int, tuple]:
 
 
 def test_composed_process_runs_the_same_closed_loop():
-    """composed_node (both nodes in one process, one wait set) in lockstep as fast as possible:
-    the same commands, checks and — lockstep being deterministic — the same state at every
-    stamp both recorded (up to t = 2 s) as the two processes."""
+    """composed_node (both nodes in one process, the state and the command handed over in
+    process) in lockstep as fast as possible: the same commands, checks and — lockstep being
+    deterministic — the same state at every stamp both recorded (up to t = 2 s) as the two
+    processes; the topics carry them for the probe (its copies of the commands are not
+    counted as rejected), and bad commands published by another node are rejected."""
     states = {}
     for kind in ("composed", "separate"):
         env = RosTest()
@@ -221,6 +224,9 @@ def test_composed_process_runs_the_same_closed_loop():
             r = check_closed_loop(env.probe, 1.2, MIN_BASE_HEIGHT, timeout=600.0)
             assert r.commands >= round(r.sim_time / 0.001) - 1
             report(f"lockstep, {kind}", "stand", "wbc", r)
+            if kind == "composed":
+                check_bad_commands_are_rejected(Recorder(env.probe), robot_joint_names(),
+                                               closed_loop=True)
         finally:
             problems = env.close()
         assert not problems, "\n".join(problems)
