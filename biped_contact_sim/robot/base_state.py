@@ -76,17 +76,19 @@ def base_state_from_odometry(base: str, position: Sequence[float], quat_xyzw: Se
         ValueError: non-finite values or a quaternion that is not unit.
         ConfigError: an unknown base type.
     """
-    values = [float(x) for part in (position, quat_xyzw, linear, angular) for x in part]
-    if len(values) != 13:
+    values = np.concatenate([np.asarray(part, dtype=float).reshape(-1)
+                             for part in (position, quat_xyzw, linear, angular)])
+    if values.shape != (13,):
         raise ValueError("odometry needs 3 position, 4 quaternion, 3 + 3 twist values")
-    if not all(map(math.isfinite, values)):
+    # NaN or ±Inf anywhere makes the sum so (which may also overflow: then look closer)
+    if not math.isfinite(values.sum()) and not np.all(np.isfinite(values)):
         raise ValueError("odometry contains NaN or Inf")
-    norm = math.sqrt(values[3] ** 2 + values[4] ** 2 + values[5] ** 2 + values[6] ** 2)
+    norm = math.sqrt(values[3:7] @ values[3:7])
     if abs(norm - 1.0) > 1e-3:
         raise ValueError(f"odometry orientation is not a unit quaternion (norm {norm:.6g})")
-    p = np.array(values[0:3])
-    quat = np.array(values[3:7]) / norm
-    lin, ang = np.array(values[7:10]), np.array(values[10:13])
+    p = values[0:3]
+    quat = values[3:7] / norm
+    lin, ang = values[7:10], values[10:13]
     if base == "free_flyer":
         return np.concatenate([p, quat]), np.concatenate([lin, ang])
     R = pin.Quaternion(quat[3], quat[0], quat[1], quat[2]).toRotationMatrix()

@@ -4,15 +4,16 @@
 The same two nodes, with the same topics and parameters (each node declares its own; the params
 files and launch arguments keyed ``/**`` reach both), spun by one wait set
 (:meth:`~biped_contact_sim.ros.node_common.NodeLoop.add`). The state and the command pass
-between them in process, as the serialized messages the topics carry: each state the simulator
-publishes goes to ``ControllerNode.deliver``, which reads it as its subscriptions would and
-answers at once, and the command goes to ``SimulatorNode.on_local_command``, so that a lockstep
-period is the simulation, the control law and no middleware (the two-process form's publish,
-wake-up and take of five messages each way). The topics still carry both for anyone listening
-(a bag, ``ros2 topic hz``, RViz); the simulator drops the copies of its own controller's
-commands that come back over ``joint_torque_cmd`` and still reads (and checks) the commands of
-other nodes. Stopping and the start-up log are those of the separate nodes
-(``ros/signals.py``).
+between them in process: each state the simulator publishes goes, as its sample, to
+``ControllerNode.deliver``, which takes it as the ``joint_states``, ``odom`` and
+``contact_wrench`` messages would be taken (the same float64 values, the same checks) and
+answers at once, and the command goes to ``SimulatorNode.on_local_command``, which checks it
+as a message. A lockstep period is then the simulation and the control law without the
+middleware (the two-process form serializes, publishes, wakes up for and reads five messages
+one way and one the other). The topics still carry both for anyone listening (a bag,
+``ros2 topic hz``, RViz); the simulator drops the copies of its own controller's commands that
+come back over ``joint_torque_cmd`` and still reads (and checks) the commands of other nodes.
+Stopping and the start-up log are those of the separate nodes (``ros/signals.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def make_nodes(phase) -> list:
     sim = SimulatorNode(phase, composed=True)
     controller = ControllerNode(phase, local=True)
     sim.deliver = controller.deliver
+    controller.state_names = list(sim.robot.actuated_joint_names)
+    controller.state_bodies = [body.name for body in sim.robot.contact_bodies]
     controller.command_sink = sim.on_local_command
     return [sim, controller]
 

@@ -11,7 +11,7 @@ serialized messages (:mod:`~biped_contact_sim.msgs.cdr`,
 a measurement is complete; with ``sync`` latest as soon as the newest messages all carry the
 newest joint states' stamp (``MeasurementAssembler.whole``), else every ``control_period`` of
 wall time on the newest messages. In ``composed_node`` the simulator in the same process hands
-each state to :meth:`ControllerNode.deliver` and takes the command in process
+each state sample to :meth:`ControllerNode.deliver` and takes the command in process
 (``command_sink``); the state topics are then not subscribed.
 """
 
@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped, WrenchStamped
 from nav_msgs.msg import Odometry
@@ -54,8 +55,8 @@ QOS_DEPTH = 10
 EVENT_ADVANCE = 0.75
 #: ... and the control timer fires only if no whole state came this many periods after a cycle
 TIMER_AFTER_EVENT = 1.5
-#: [s] composed form: how often the command topic's subscriber count is asked (it is
-#: published only for someone: the simulator gets the command in process)
+#: [s] how often the output topics' subscriber counts are asked (the per-cycle topics are
+#: published only for someone; composed, the simulator gets the command in process)
 SUBSCRIBERS_PERIOD = 0.2
 
 
@@ -99,10 +100,13 @@ class ControllerNode(Node):
         self.feet = [body.name for body in self.robot.contact_bodies]
         # The per-period inputs as serialized bytes, read by cdr.py (no message objects).
         self.joint_state_reader = cdr.JointStateReader()
-        #: composed form: the simulator's command input (``SimulatorNode.on_command``); the
-        #: inputs then come from ``deliver``, not from subscriptions
-        self.command_sink: Callable[[bytes], None] | None = None
-        self.command_live = False
+        #: composed form: the simulator's command input (``SimulatorNode.on_local_command``),
+        #: and the joint order and contact bodies of the states it hands to ``deliver`` (the
+        #: inputs then come from there, not from subscriptions)
+        self.command_sink: Callable[[int, list[str], np.ndarray, bytes | None], None] | None = None
+        self.state_names: list[str] = []
+        self.state_bodies: list[str] = []
+        self.live: dict[str, bool] = {}
         self.next_count = 0.0
         if not local:
             self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_states,
@@ -160,14 +164,12 @@ class ControllerNode(Node):
             stamp, wrench = got
             self.rejected(self.assembler.wrench(foot, stamp, wrench[:3], wrench[3:]))
 
-    def deliver(self, data: list[bytes]) -> None:
-        """The composed form's input: the simulator's serialized state (``StateWriter.write``:
-        /clock, joint_states, odom, one wrench per contact body), read as the subscriptions
-        read it, then answered as a message would be (:meth:`answer`)."""
-        self.on_joint_states(data[1])
-        self.on_odom(data[2])
-        for foot, wrench in zip(self.feet, data[3:], strict=True):
-            self.on_wrench(foot, wrench)
+    def deliver(self, sample) -> None:
+        """The composed form's input: the simulator's state sample, taken as its
+        ``joint_states``, ``odom`` and ``contact_wrench/<body>`` messages would be
+        (``MeasurementAssembler.state``), then answered as they would be (:meth:`answer`)."""
+        for reason in self.assembler.state(sample, self.state_names, self.state_bodies):
+            self.rejected(reason)
         self.answer(time.perf_counter())
 
     # ------------------------------------------------------------------ outputs
@@ -187,22 +189,26 @@ class ControllerNode(Node):
             log_events(self, session.events, REJECT_LOG_PERIOD)
         if cycle is None:
             return
-        data = self.command.write(cycle.stamp, cycle.tau)
+        now = time.perf_counter()
+        if now >= self.next_count:
+            # who listens (asked every SUBSCRIBERS_PERIOD: a C call per topic); composed, the
+            # simulator's own subscription to the commands (for other nodes') is one of them
+            self.live = {topic: pub.get_subscription_count() > (
+                1 if topic == topics.JOINT_TORQUE_CMD and self.command_sink else 0)
+                for topic, pub in self.pubs.items()}
+            self.next_count = now + SUBSCRIBERS_PERIOD
         if self.command_sink is None:
-            self.command_pub.publish(data)
-        else:
-            # composed: to the simulator in process; on the topic only for someone listening
-            now = time.perf_counter()
-            if now >= self.next_count:
-                # the simulator's own subscription (for other publishers' commands) is one
-                self.command_live = self.command_pub.get_subscription_count() > 1
-                self.next_count = now + SUBSCRIBERS_PERIOD
-            if self.command_live:
+            self.command_pub.publish(self.command.write(cycle.stamp, cycle.tau))
+        else:  # composed: to the simulator in process; on the topic for someone listening
+            data = None
+            if self.live[topics.JOINT_TORQUE_CMD]:
+                data = self.command.write(cycle.stamp, cycle.tau)
                 self.command_pub.publish(data)
-            self.command_sink(data)
+            self.command_sink(cycle.stamp, cycle.names, cycle.tau, data)
         session.published(meas, time.perf_counter())
         for topic, fields in cycle.diagnostics:
-            self.publish(topic, fields)
+            if self.live[topic]:
+                self.publish(topic, fields)
 
     def answer(self, now: float) -> bool:
         """A control cycle on the measurement just completed (sync exact), or on the driver's

@@ -173,17 +173,30 @@ class MeasurementAssembler:
         """Store a foot's sole wrench; returns a rejection reason or None."""
         if foot not in self.feet:
             return f"unknown foot {foot!r}; contact bodies: {', '.join(self.feet)}"
-        values = [float(x) for x in force] + [float(x) for x in torque]
-        if len(values) != 6:
+        w = np.concatenate((np.asarray(force, dtype=float).reshape(-1),
+                            np.asarray(torque, dtype=float).reshape(-1)))
+        if w.shape != (6,):
             return f"contact_wrench/{foot} needs 3 force and 3 torque values"
-        if not all(map(math.isfinite, values)):
+        if not math.isfinite(w.sum()) and not np.all(np.isfinite(w)):  # (the sum may overflow)
             return f"contact_wrench/{foot} contains NaN or Inf"
-        w = np.array(values)
         slot = self._slot(stamp)
         slot.wrenches[foot] = w
         slot.stamps[foot] = int(stamp)
         slot.arrival = self.clock()
         return None
+
+    def state(self, sample: Any, joint_names: Sequence[str], bodies: Sequence[str]
+              ) -> list[str]:
+        """A simulator's :class:`~biped_contact_sim.ros.sim_outputs.StateSample` taken as its
+        ``joint_states`` (``joint_names``: its joints' order), ``odom`` and one
+        ``contact_wrench/<body>`` per body of ``bodies`` would be (the values they carry,
+        float64, are the sample's); returns the rejection reasons."""
+        s = sample
+        reasons = [self.joint_state(s.stamp, joint_names, s.q_joints, s.v_joints),
+                   self.odometry(s.stamp, s.position, s.quat_xyzw, s.linear, s.angular)]
+        reasons += [self.wrench(body, s.stamp, force, torque)
+                    for body, (force, torque) in zip(bodies, s.wrenches, strict=True)]
+        return [r for r in reasons if r is not None]
 
     def _complete(self, slot: _Parts) -> bool:
         return (slot.q_joints is not None and slot.q_base is not None

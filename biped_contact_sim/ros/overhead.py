@@ -54,12 +54,8 @@ class InProcessLoop:
             robot, params.controller_config({"controller": controller, "behavior": behavior}))
 
     def period(self) -> None:
-        s = self.sim.sample()
         a = self.assembler
-        a.joint_state(s.stamp, self.names, s.q_joints, s.v_joints)
-        a.odometry(s.stamp, s.position, s.quat_xyzw, s.linear, s.angular)
-        for foot, (force, torque) in zip(self.feet, s.wrenches, strict=True):
-            a.wrench(foot, s.stamp, force, torque)
+        a.state(self.sim.sample(), self.names, self.feet)
         cycle = self.ctrl.step(a.pop())
         if cycle is None:
             raise RuntimeError(self.ctrl.last_error)

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, PointStamped, TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
@@ -42,6 +43,7 @@ from biped_contact_sim.ros.node_common import (
     plain,
     run_node,
 )
+from biped_contact_sim.ros.sim_outputs import StateSample
 from biped_contact_sim.ros.writers import MarkerWriter, StateWriter
 
 NODE_NAME = "simulator"
@@ -123,10 +125,10 @@ class SimulatorNode(Node):
                                     robot.n_points, len(robot.contact_bodies))
         self.tf = optional_tf_broadcaster(self)
 
-        #: composed form: the controller's input (``ControllerNode.deliver``); its command then
-        #: comes in process (``on_local_command``), and the copies of it that come back over
-        #: the topic (published for other subscribers) are recognised and dropped
-        self.deliver: Callable[[list[bytes]], None] | None = None
+        #: composed form: the controller's input (``ControllerNode.deliver``: each state
+        #: sample); its command then comes in process (``on_local_command``), and the copies of
+        #: it that come back over the topic (published for other subscribers) are dropped
+        self.deliver: Callable[[StateSample], None] | None = None
         self.local_commands: dict[bytes, None] = {}
         # Composed, the topic also brings those copies, a batch of periods' worth between two
         # waits: a deeper queue, read whole, so that another node's command is not pushed out.
@@ -166,18 +168,22 @@ class SimulatorNode(Node):
         if now >= self.next_count:
             self.live = [pub.get_subscription_count() > 0 for pub in self.state_pubs]
             self.next_count = now + SUBSCRIBERS_PERIOD
-        data = self.writer.write(self.session.sample())
-        for k in self.publish_order:
-            if self.live[k]:
-                self.state_pubs[k].publish(data[k])
+        sample = self.session.sample()
+        if any(self.live):
+            data = self.writer.write(sample)
+            for k in self.publish_order:
+                if self.live[k]:
+                    self.state_pubs[k].publish(data[k])
         self.last_publish = time.perf_counter()
         if self.deliver is not None:
-            self.deliver(data)
+            self.deliver(sample)
 
     def publish_markers(self) -> None:
-        v = self.session.visual_sample()
         pub = self.pubs[topics.CONTACT_MARKERS]
-        if v is None or not pub.get_subscription_count():
+        if not pub.get_subscription_count():
+            return
+        v = self.session.visual_sample()
+        if v is None:
             return
         pub.publish(self.markers.write(
             v.stamp, v.points, v.forces, v.active, [c for _, c in v.cops], v.zmp, v.polygon,
@@ -240,23 +246,30 @@ class SimulatorNode(Node):
         return min(wake)
 
     # ------------------------------------------------------------------ callbacks
-    def on_local_command(self, data: bytes) -> None:
-        """Composed form: the command of the controller in this process (serialized)."""
-        echoes = self.local_commands
-        echoes[data] = None
-        if len(echoes) > LOCAL_ECHOES:
-            del echoes[next(iter(echoes))]  # the oldest: its copy came or was dropped
-        self.on_command(data, local=True)
+    def on_local_command(self, stamp: int, names: list[str], effort: np.ndarray,
+                         data: bytes | None) -> None:
+        """Composed form: the command of the controller in this process, and the message it
+        also published (``data``, None when nobody else listens)."""
+        if data is not None:
+            echoes = self.local_commands
+            echoes[data] = None
+            if len(echoes) > LOCAL_ECHOES:
+                del echoes[next(iter(echoes))]  # the oldest: its copy came or was dropped
+        self.command_result(self.session.command(stamp, names, effort))
 
-    def on_command(self, data: bytes, local: bool = False) -> None:
+    def on_command(self, data: bytes) -> None:
         """A serialized ``joint_torque_cmd`` (raw subscription: read by cdr.py)."""
-        if not local and self.deliver is not None and data in self.local_commands:
-            return  # the topic's copy of a command already taken in process
+        if data in self.local_commands:
+            return  # composed: the topic's copy of a command already taken in process
         try:
             stamp, names, _, _, effort = self.command_reader.read(data)
             reason = self.session.command(stamp, names, effort)
         except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
             reason = self.session.reject(f"joint_torque_cmd could not be read: {exc}")
+        self.command_result(reason)
+
+    def command_result(self, reason: str | None) -> None:
+        """Log a rejected command (throttled; the session counts it)."""
         if reason is not None:
             self.get_logger().error(f"Rejected joint_torque_cmd ({self.session.rejected} so "
                                     f"far): {reason}", throttle_duration_sec=REJECT_LOG_PERIOD)
