@@ -46,6 +46,40 @@ def test_measurement_from_the_simulators_messages_is_its_state():
     assert a.pop() is None  # each stamp once
 
 
+def test_a_sample_handed_over_in_process_is_the_measurement_its_messages_give():
+    """composed_node's handoff (``MeasurementAssembler.state``) against the two-process path
+    (the simulator's serialized messages read back by cdr.py): the same q, v and wrenches, to
+    the bit."""
+    from biped_contact_sim.msgs import cdr
+    from biped_contact_sim.ros.writers import StateWriter
+
+    s = make_session(clock=FakeClock(), real_time_factor=0.0)
+    for _ in range(5):
+        s.tick()
+    robot, sample = s.robot, s.sample()
+    bodies = [b.name for b in robot.contact_bodies]
+    names = list(robot.actuated_joint_names)
+    local = controller_session.MeasurementAssembler(robot)
+    assert local.state(sample, names, bodies) == []
+    wire = controller_session.MeasurementAssembler(robot)
+    data = StateWriter(names, "world", robot.base_link,
+                       [b.frame for b in robot.contact_bodies]).write(sample)
+    stamp, js_names, position, velocity, _ = cdr.JointStateReader().read(data[1])
+    assert wire.joint_state(stamp, js_names, position, velocity) is None
+    stamp, pose, twist = cdr.read_odometry(data[2])
+    assert wire.odometry(stamp, pose[:3], pose[3:], twist[:3], twist[3:]) is None
+    for body, raw in zip(bodies, data[3:], strict=True):
+        stamp, wrench = cdr.read_wrench_stamped(raw)
+        assert wire.wrench(body, stamp, wrench[:3], wrench[3:]) is None
+    a, b = local.pop(), wire.pop()
+    assert a.stamp == b.stamp == sample.stamp
+    assert np.array_equal(a.q, b.q) and np.array_equal(a.v, b.v)
+    assert all(np.array_equal(a.wrenches[f], b.wrenches[f]) for f in bodies)
+    assert np.abs(a.wrenches[bodies[0]]).max() > 10.0  # standing: the soles carry weight
+    bad = dataclasses.replace(sample, quat_xyzw=2.0 * sample.quat_xyzw)
+    assert "unit quaternion" in local.state(bad, names, bodies)[0]  # checked as a message
+
+
 def test_a_slow_controller_gets_the_newest_state_and_the_skipped_ones_are_counted(biped):
     """Three complete states arrive before the controller asks: it gets the newest, the two
     older ones are dropped (never a queue of stale states) and counted."""
