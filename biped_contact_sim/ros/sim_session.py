@@ -343,7 +343,7 @@ class SimSession:
                     self.late_commands += 1
                     # waited for: past its due time and past the state it answers (a period
                     # due before its state was out is behind the schedule, not waiting)
-                    self.wait_time += arrival - max(due, self.gate_since)
+                    self.wait_time += max(0.0, arrival - max(due, self.gate_since))
                 # the periods behind the wall clock run back to back (a late one is made up,
                 # as when running free) unless they are more than max_lag behind: then the
                 # schedule restarts from now (resyncs)
