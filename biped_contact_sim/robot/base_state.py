@@ -86,11 +86,12 @@ def base_state_from_odometry(base: str, position: Sequence[float], quat_xyzw: Se
     norm = math.sqrt(values[3:7] @ values[3:7])
     if abs(norm - 1.0) > 1e-3:
         raise ValueError(f"odometry orientation is not a unit quaternion (norm {norm:.6g})")
+    if base == "free_flyer":
+        values[3:7] /= norm
+        return values[:7], values[7:]
     p = values[0:3]
     quat = values[3:7] / norm
     lin, ang = values[7:10], values[10:13]
-    if base == "free_flyer":
-        return np.concatenate([p, quat]), np.concatenate([lin, ang])
     R = pin.Quaternion(quat[3], quat[0], quat[1], quat[2]).toRotationMatrix()
     if base == "planar_xz":
         pitch = math.atan2(R[0, 2], R[0, 0])

@@ -170,7 +170,7 @@ class SimulatorNode(Node):
             self.next_count = now + SUBSCRIBERS_PERIOD
         sample = self.session.sample()
         if any(self.live):
-            data = self.writer.write(sample)
+            data = self.writer.write(sample, self.live)
             for k in self.publish_order:
                 if self.live[k]:
                     self.state_pubs[k].publish(data[k])

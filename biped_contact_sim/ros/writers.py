@@ -63,24 +63,31 @@ class StateWriter:
         self.wrenches = [cdr.wrench_stamped(str(frame)) for frame in sole_frames]
         self.messages = [self.clock, self.joint_states, self.odom, *self.wrenches]
 
-    def write(self, s: StateSample) -> list[bytes]:
+    def write(self, s: StateSample, wanted: Sequence[bool] | None = None
+              ) -> list[bytes | None]:
         """The serialized messages of the state: /clock, joint_states, odom, then one
-        wrench per contact body."""
-        for msg in self.messages:
-            msg.set_stamp(s.stamp)
-        js = self.joint_states.views
-        js["position"][:] = s.q_joints
-        js["velocity"][:] = s.v_joints
-        js["effort"][:] = s.tau
-        odom = self.odom.views
-        odom["pose"][:3] = s.position
-        odom["pose"][3:] = s.quat_xyzw
-        odom["twist"][:3] = s.linear
-        odom["twist"][3:] = s.angular
-        for msg, (force, torque) in zip(self.wrenches, s.wrenches, strict=True):
-            msg.views["wrench"][:3] = force
-            msg.views["wrench"][3:] = torque
-        return [msg.bytes() for msg in self.messages]
+        wrench per contact body; with ``wanted`` (one flag per message, in that order) only
+        those (None for the others)."""
+        want = [True] * len(self.messages) if wanted is None else wanted
+        for msg, w in zip(self.messages, want, strict=True):
+            if w:
+                msg.set_stamp(s.stamp)
+        if want[1]:
+            js = self.joint_states.views
+            js["position"][:] = s.q_joints
+            js["velocity"][:] = s.v_joints
+            js["effort"][:] = s.tau
+        if want[2]:
+            odom = self.odom.views
+            odom["pose"][:3] = s.position
+            odom["pose"][3:] = s.quat_xyzw
+            odom["twist"][:3] = s.linear
+            odom["twist"][3:] = s.angular
+        for msg, (force, torque), w in zip(self.wrenches, s.wrenches, want[3:], strict=True):
+            if w:
+                msg.views["wrench"][:3] = force
+                msg.views["wrench"][3:] = torque
+        return [msg.bytes() if w else None for msg, w in zip(self.messages, want, strict=True)]
 
 
 class CommandWriter:
