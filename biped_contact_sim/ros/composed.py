@@ -28,11 +28,11 @@ NODE_NAME = "composed"
 
 
 def make_nodes(phase) -> list:
-    """The simulator node, then the controller node, joined in process: each state the
-    simulator publishes goes to the controller as its serialized messages, and the command
-    the controller answers with goes back the same way, within the simulator's period."""
+    """The simulator node, then the controller node, joined in process: each state sample
+    the simulator publishes goes to the controller, and the command the controller answers
+    with goes back to the simulator, within the simulator's period (module docstring)."""
     sim = SimulatorNode(phase, composed=True)
-    controller = ControllerNode(phase, local=True)
+    controller = ControllerNode(phase, composed=True)
     sim.deliver = controller.deliver
     controller.state_names = list(sim.robot.actuated_joint_names)
     controller.state_bodies = [body.name for body in sim.robot.contact_bodies]

@@ -63,7 +63,7 @@ SUBSCRIBERS_PERIOD = 0.2
 class ControllerNode(Node):
     """Runs ``ctc`` or ``wbc`` with a behaviour on measured states (module docstring)."""
 
-    def __init__(self, phase=None, local: bool = False):
+    def __init__(self, phase=None, composed: bool = False):
         super().__init__(NODE_NAME)
         robot_values = declare_robot_parameters(self)
         values = {s.name: plain(declare(self, s)) for s in params.controller_parameter_specs()
@@ -108,7 +108,7 @@ class ControllerNode(Node):
         self.state_bodies: list[str] = []
         self.live: dict[str, bool] = {}
         self.next_count = 0.0
-        if not local:
+        if not composed:
             self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_states,
                                      QOS_DEPTH, raw=True)
             self.create_subscription(Odometry, topics.ODOM, self.on_odom, QOS_DEPTH, raw=True)
