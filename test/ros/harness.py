@@ -95,6 +95,7 @@ class NodeProcess:
         robot: robot config name (``config/<robot>.yaml`` is the first params file).
         node_files: pass ``config/sim_node.yaml``/``controller_node.yaml`` (default) or not.
         extra_args: more ``--ros-args`` arguments (e.g. ``-p name:=value``).
+        env: environment variables set for the process, over the test's.
     """
 
     EXECUTABLES: ClassVar[dict[str, str]] = {"simulator": "simulator_node",
@@ -106,7 +107,7 @@ class NodeProcess:
 
     def __init__(self, kind: str, domain: int | None, overrides: dict[str, Any] | None = None,
                  robot: str = "biped3d", node_files: bool = True,
-                 extra_args: tuple[str, ...] = ()):
+                 extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None):
         exe = executable(self.EXECUTABLES[kind])
         if exe is None:
             raise FileNotFoundError(f"{self.EXECUTABLES[kind]} is not installed (pip install -e "
@@ -129,7 +130,8 @@ class NodeProcess:
         self.log_path = self.dir / "output.log"
         self._log = open(self.log_path, "w")  # closed in stop()
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
-                                     env=ros_env(domain), start_new_session=True)
+                                     env={**ros_env(domain), **(env or {})},
+                                     start_new_session=True)
         self.returncode: int | None = None
 
     @property
@@ -289,10 +291,13 @@ class RosTest:
         return self._probe
 
     def start(self, kind: str, expect_exit: int = 0, robot: str = "biped3d",
-              extra_args: tuple[str, ...] = (), **overrides):
+              extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None,
+              **overrides):
         """Start ``simulator``/``controller`` with parameter overrides; ``expect_exit`` is its
-        exit code at the end of the test (0: stopped by SIGINT, cleanly)."""
-        proc = NodeProcess(kind, self.domain, overrides, robot=robot, extra_args=extra_args)
+        exit code at the end of the test (0: stopped by SIGINT, cleanly); ``env`` as
+        :class:`NodeProcess`'s."""
+        proc = NodeProcess(kind, self.domain, overrides, robot=robot, extra_args=extra_args,
+                           env=env)
         self.processes.append((proc, expect_exit))
         return proc
 

@@ -241,6 +241,13 @@ def test_controller_rejects_malformed_inputs_and_stays_up(ros):
     check_controller_rejects_malformed_inputs(ros.probe, robot_joint_names())
 
 
+# Fast DDS 2.14's shared-memory transport sometimes delivers nothing to a process started
+# again after another was killed (eProsima/Fast-DDS#5053): twice in ~20 runs of the next test
+# the new controller waited 300 s for its first joint_states while the simulator published
+# them. The tests that kill a node run their nodes over UDP only (docs/ros.md).
+AFTER_A_KILL = {"FASTDDS_BUILTIN_TRANSPORTS": "UDPv4"}
+
+
 def test_a_killed_controller_leaves_the_robot_on_the_hold_and_a_new_one_resumes_lockstep():
     """Lockstep at real time: the controller is killed (SIGKILL, no goodbye): after
     lockstep_timeout the simulator runs the robot on its joint hold, standing; a restarted
@@ -248,8 +255,8 @@ def test_a_killed_controller_leaves_the_robot_on_the_hold_and_a_new_one_resumes_
     env = RosTest()
     try:
         env.start("simulator", scenario="stand", lockstep=True, real_time_factor=1.0,
-                  lockstep_timeout=1.0)
-        first = env.start("controller", controller="wbc", behavior="stand")
+                  lockstep_timeout=1.0, env=AFTER_A_KILL)
+        first = env.start("controller", controller="wbc", behavior="stand", env=AFTER_A_KILL)
         probe = env.probe
         odom = probe.record("odom", Odometry, depth=1000)
         probe.record("/diagnostics", DiagnosticArray)
@@ -261,7 +268,7 @@ def test_a_killed_controller_leaves_the_robot_on_the_hold_and_a_new_one_resumes_
         assert probe.spin_until(lambda: stamp_ns(odom[-1]) > killed_at + NS, 60.0), \
             "the hold does not run the robot on"
         assert min(m.pose.pose.position.z for m in odom[-200:]) > MIN_BASE_HEIGHT
-        second = env.start("controller", controller="wbc", behavior="stand")
+        second = env.start("controller", controller="wbc", behavior="stand", env=AFTER_A_KILL)
         try:
             _, _, resumed = latest_status(probe, SIM_STATUS_NAME, time.monotonic(), 300.0,
                                           lambda lv, m, v: v["command_state"] == "lockstep"
@@ -283,14 +290,16 @@ def test_the_controller_survives_a_simulator_restart():
     time jump back to 0, restarts its behaviour and the new loop runs — no controller restart."""
     env = RosTest()
     try:
-        first = env.start("simulator", scenario="stand", lockstep=True, real_time_factor=1.0)
-        env.start("controller", controller="wbc", behavior="stand")
+        first = env.start("simulator", scenario="stand", lockstep=True, real_time_factor=1.0,
+                          env=AFTER_A_KILL)
+        env.start("controller", controller="wbc", behavior="stand", env=AFTER_A_KILL)
         probe = env.probe
         odom = probe.record("odom", Odometry, depth=1000)
         probe.record("/diagnostics", DiagnosticArray)
         assert probe.spin_until(lambda: odom and stamp_ns(odom[-1]) > NS // 2, 300.0)
         env.kill(first)
-        env.start("simulator", scenario="stand", lockstep=True, real_time_factor=1.0)
+        env.start("simulator", scenario="stand", lockstep=True, real_time_factor=1.0,
+                  env=AFTER_A_KILL)
         restarted = time.monotonic()
         _, _, values = latest_status(probe, SIM_STATUS_NAME, restarted, 300.0,
                                      lambda lv, m, v: int(v["commands_accepted"]) > 500)
